@@ -1,0 +1,144 @@
+// Public shapes of the simulated vLLM cluster: engine specs, the running handles, and the
+// JSON served at GET /sim/stats. Tests, `npm start` and the benchmarks depend on these names.
+
+export type EngineRole = "prefill" | "decode" | "both" | "encode";
+export type SimConnector = "NixlConnector" | "MooncakeConnector" | "none";
+
+/** Fault injection, per engine (POST /sim/faults) or per request (header `x-sim-fault`, JSON). */
+export interface SimFault {
+  /** Fail the Generate call / OpenAI request before any output, with this Connect code name
+   *  (e.g. "unavailable", "invalid_argument", "internal") or, on the OpenAI API, HTTP status. */
+  failStart?: { code: string; message?: string; httpStatus?: number };
+  /** Emit this many output tokens, then fail the stream with this code. */
+  failMidStream?: { afterTokens: number; code: string; message?: string };
+  /** Never answer (until aborted / the client goes away). */
+  hang?: boolean;
+  /** Only apply to this many more requests (default: all). */
+  count?: number;
+  /** Only apply to requests whose leg matches: "prefill" = carries do_remote_decode, "decode" = other. */
+  leg?: "prefill" | "decode";
+  /** Report the engine as not alive: HealthCheck healthy=false, GET /health 503. Does not
+   *  affect generation (a wedged-but-serving engine is exactly what health checks must catch). */
+  unhealthy?: boolean;
+}
+
+export interface SimLatency {
+  /** Milliseconds per prompt token computed (prefill work). Default 0.05. */
+  perPromptTokenMs: number;
+  /** Milliseconds per output token. Default 2. */
+  perOutputTokenMs: number;
+  /** Milliseconds per KV block pulled over the side channel. Default 0.01. */
+  perBlockPullMs: number;
+  /** Fixed milliseconds per pull (connection / descriptor exchange). Default 2. */
+  pullSetupMs?: number;
+}
+
+export interface EngineSpec {
+  name: string;
+  role: EngineRole;
+  kvConnector: SimConnector;
+  /** kv_transfer_config.engine_id reported by GetServerInfo ("" = none; Mooncake legacy). */
+  kvEngineId?: string;
+  /** data_parallel_size reported by GetServerInfo (default 1). */
+  dataParallelSize?: number;
+  /** Served model name (default "sim-model"). */
+  model?: string;
+  /** HTTP/1.1 port: Connect, gRPC-web, OpenAI API, /sim/*, NIXL side channel. 0 = pick a free one. */
+  port?: number;
+  /** h2c port for plain gRPC. 0 = pick a free one; omitted = no plain-gRPC listener. */
+  grpcPort?: number;
+  /** Mooncake bootstrap listener port (Mooncake engines only). 0 = pick a free one. */
+  bootstrapPort?: number;
+  /** NIXL / Mooncake lease on pinned blocks, ms (default 30000). */
+  leaseMs?: number;
+  /** Tokens per KV block (default 16). */
+  blockSize?: number;
+  latency?: Partial<SimLatency>;
+  faults?: SimFault[];
+  /** KV cache capacity in blocks, the denominator of GetLoads token_usage (default 8192). */
+  kvCapacityBlocks?: number;
+}
+
+export interface ClusterSpec {
+  engines: EngineSpec[];
+  /** How many recent requests each engine keeps for /sim/stats (default 50). */
+  recentRequests?: number;
+}
+
+export interface RunningEngine {
+  spec: EngineSpec;
+  /** http://127.0.0.1:PORT (HTTP/1.1). */
+  url: string;
+  /** http://127.0.0.1:PORT for plain gRPC over h2c, when started. */
+  grpcUrl?: string;
+  /** Mooncake bootstrap port, when started. */
+  bootstrapPort?: number;
+}
+
+export interface RunningCluster {
+  id: string;
+  engines: RunningEngine[];
+  engine(name: string): RunningEngine;
+  close(): Promise<void>;
+}
+
+/** One request as the engine received it. `body` is the GenerateRequest in proto JSON form
+ *  (toJson, proto field names) for gRPC, or the JSON body for the OpenAI API. */
+export interface RecordedRequest {
+  surface: "grpc" | "openai";
+  /** RPC name ("Generate", "Abort", ...) or HTTP route ("/v1/chat/completions"). */
+  method: string;
+  /** Protocol the engine saw: "connect" | "grpc-web" | "grpc" | "http". */
+  protocol: string;
+  requestId?: string;
+  body: unknown;
+  receivedAt: number;
+  /** Request headers (lower-case names) as the engine saw them, for trace/header assertions. */
+  headers?: Record<string, string>;
+}
+
+export interface EngineStats {
+  engine: string;
+  role: EngineRole;
+  kvConnector: SimConnector;
+  /** Requests whose prompt this engine computed (prefill forward passes). */
+  prefillComputations: number;
+  /** Prompt tokens computed ("GPU work"), including recomputation after a refused pull. */
+  promptTokensComputed: number;
+  /** Generate / OpenAI requests that produced output tokens beyond a length-1 prefill. */
+  decodeRequests: number;
+  /** Generate calls + OpenAI generation requests received, in total. */
+  generateRequests: number;
+  /** Pulls this engine served to a decode engine (blocks freed by the pull). */
+  kvPullsServed: number;
+  /** Pulls this engine refused (already consumed, expired, unknown). */
+  kvPullsRefused: number;
+  /** Pulls this engine (as decode) made that were refused, so it recomputed the prompt. */
+  kvRecomputes: number;
+  /** n>1 decode children whose blocks were freed under them by a sibling's pull. */
+  kvSiblingHazards: number;
+  /** Blocks pinned right now (awaiting a pull or lease expiry). */
+  blocksPinned: number;
+  /** Pinned handoffs right now. */
+  handoffsPinned: number;
+  /** Leases that expired with blocks still pinned. */
+  leasesExpired: number;
+  /** Handoffs released early because the decode side rejected / aborted the transfer. */
+  transfersRejected: number;
+  /** Abort RPC calls received, and the request ids named in them. */
+  abortsReceived: number;
+  abortedRequestIds: string[];
+  /** Generate streams the client cancelled (transport-level), without an Abort RPC. */
+  streamsCancelled: number;
+  /** Aborts / client cancels that arrived while this engine (as decode) was pulling KV: the
+   *  hazard the gateway's deferred decode abort avoids. The prefill's blocks stay pinned until
+   *  their lease expires. Always present in GET /sim/stats. */
+  abortsDuringPull?: number;
+  /** Pulls this engine (as decode) completed, so it did not compute the prompt. Always present. */
+  kvPullsCompleted?: number;
+  /** Early releases this engine (as decode) sent to a prefill engine. Always present. */
+  kvReleasesSent?: number;
+  /** Requests running now. */
+  activeRequests: number;
+  recent: RecordedRequest[];
+}

@@ -1,0 +1,19 @@
+// GatewayError -> ConnectError for the VllmEngine surface, carrying the stable code in the
+// `x-gateway-error-code` header (Connect error metadata).
+import { Code, ConnectError } from "@connectrpc/connect";
+import { GatewayError } from "../../pd/errors.js";
+
+export function toConnectError(err: unknown): ConnectError {
+  if (err instanceof GatewayError) {
+    return new ConnectError(err.message, err.connectCode, { "x-gateway-error-code": err.code });
+  }
+  if (err instanceof ConnectError) return err;
+  console.error(JSON.stringify({ msg: "unexpected error", error: String(err) }));
+  return new ConnectError("internal gateway error", Code.Internal, { "x-gateway-error-code": "internal_error" });
+}
+
+export function errorCodeOf(err: unknown): string {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof ConnectError) return err.metadata.get("x-gateway-error-code") ?? `connect_${Code[err.code]}`;
+  return "internal_error";
+}

@@ -1,0 +1,214 @@
+// The VllmEngine service the gateway serves to clients: Generate runs through engine
+// selection and the sequential PD executor; Abort reaches both legs; the info RPCs proxy to
+// a decode engine; HealthCheck answers for the gateway.
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { GenerateRequest, GenerateResponse, VllmEngine } from "../../gen/vllm_engine_pb.js";
+import { gatewayContextKey, type GatewayContext } from "../../context.js";
+import { engineKvMeta, mergeKvMeta } from "../../backends/engine-info.js";
+import { enginesServing, trackInFlight } from "../../backends/in-flight.js";
+import { vllmEngineClient } from "../../backends/vllm-engine.js";
+import { checkClientRequest } from "../../pd/client-request.js";
+import { GatewayError, httpStatusForCode } from "../../pd/errors.js";
+import { runGrpcSequentialPd, clientCancelled, type PdOverride } from "../../pd/grpc-sequential.js";
+import { prefillDecisionHeader } from "../../pd/skip.js";
+import { sendAbort } from "../../pd/engine-abort.js";
+import { uuidv7 } from "../../pd/uuidv7.js";
+import { defaultModel, selectEngines } from "../../routing/select.js";
+import type { EngineConfig } from "../../config/schema.js";
+import { errorCodeOf, toConnectError } from "./errors.js";
+import { checkEngineHealth } from "./health.js";
+
+/** Engines reachable with VllmEngine clients from a Worker. */
+export const ENGINE_TRANSPORTS: ReadonlySet<string> = new Set(["connect", "grpc-web"]);
+
+function gatewayOf(ctx: HandlerContext): GatewayContext {
+  const gw = ctx.values.get(gatewayContextKey);
+  if (!gw) throw new ConnectError("gateway context missing", Code.Internal);
+  return gw;
+}
+
+function modelOf(gw: GatewayContext, ctx: HandlerContext): string {
+  const named = ctx.requestHeader.get("x-model");
+  if (named) return named;
+  const model = defaultModel(gw.config, ENGINE_TRANSPORTS);
+  if (!model) {
+    throw new GatewayError("model_required", 400, "x-model: header required, more than one model is configured", Code.InvalidArgument, "x-model");
+  }
+  return model;
+}
+
+function overrideOf(gw: GatewayContext, ctx: HandlerContext): PdOverride | undefined {
+  const v = ctx.requestHeader.get("x-pd-override");
+  if (!v || !gw.config.debug.allow_pd_overrides) return undefined;
+  if (v === "force-prefill" || v === "force-relay") return v;
+  throw new GatewayError("invalid_override", 400, "x-pd-override: must be force-prefill or force-relay", Code.InvalidArgument, "x-pd-override");
+}
+
+async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
+  const gw = gatewayOf(ctx);
+  const started = Date.now();
+  let model = "";
+  let backend: "pd" | "regular" | "none" = "none";
+  let status = 200;
+  let errorCode: string | undefined;
+  let untrack = () => {};
+  try {
+    model = modelOf(gw, ctx);
+    const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
+    if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
+    const request = checked.request;
+    const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS);
+    if (selection.kind === "none") {
+      throw new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model");
+    }
+    if (selection.kind === "regular") {
+      backend = "regular";
+      yield* generateAggregated(gw, model, selection.engine, request, (u) => (untrack = u));
+      return;
+    }
+    backend = "pd";
+    const prefillClient = vllmEngineClient(selection.prefill);
+    const decodeClient = vllmEngineClient(selection.decode);
+    const prefill = { name: selection.prefill.name, client: prefillClient, meta: await engineKvMeta(selection.prefill, prefillClient, gw.config.pd.engine_info_ttl_ms) };
+    const decode = { name: selection.decode.name, client: decodeClient, meta: mergeKvMeta(selection.decode, undefined) };
+    untrack = trackInFlight(request.requestId, [prefill, decode]);
+    const result = await runGrpcSequentialPd({
+      request,
+      model,
+      surface: "engine",
+      prefill,
+      decode,
+      // vLLM has no encode stage; encode engines in the pool mark multimodal requests as EPD.
+      hasEncodeAssignments: selection.hasEncodeEngines && request.mmInputs !== undefined,
+      clientSignal: gw.clientSignal,
+      waitUntil: gw.waitUntil,
+      events: gw.events,
+      deferredAbortMaxMs: gw.config.pd.deferred_abort_max_ms,
+      mintTransferId: () => `xfer-${uuidv7()}`,
+      override: overrideOf(gw, ctx),
+      onDecision: (skipped) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(skipped)),
+    });
+    yield* result.stream;
+  } catch (err) {
+    const ce = toConnectError(err);
+    status = err instanceof GatewayError ? err.status : httpStatusForCode(ce.code);
+    errorCode = errorCodeOf(err);
+    throw ce;
+  } finally {
+    untrack();
+    if (gw.clientSignal.aborted && errorCode === undefined) {
+      status = 499;
+      errorCode = "client_cancelled";
+    }
+    gw.events.emit({
+      type: "request",
+      model,
+      surface: "engine",
+      endpoint: "generate",
+      backend,
+      streaming: req.stream,
+      status,
+      ...(errorCode !== undefined ? { errorCode } : {}),
+      durationMs: Date.now() - started,
+    });
+  }
+}
+
+/** One leg straight through, for models served by regular (non-PD) engines. */
+async function* generateAggregated(
+  gw: GatewayContext,
+  model: string,
+  engine: EngineConfig,
+  request: GenerateRequest,
+  setUntrack: (u: () => void) => void,
+): AsyncIterable<GenerateResponse> {
+  const client = vllmEngineClient(engine);
+  const controller = new AbortController();
+  let completed = false;
+  const onAbort = () => {
+    if (completed) return;
+    controller.abort();
+    gw.waitUntil(sendAbort(client, request.requestId, engine.name));
+  };
+  gw.clientSignal.addEventListener("abort", onAbort, { once: true });
+  setUntrack(trackInFlight(request.requestId, [{ name: engine.name, client }]));
+  let frames = 0;
+  try {
+    for await (const frame of client.generate(request, { signal: controller.signal })) {
+      if (frames++ === 0) gw.events.emit({ type: "engine_outcome", model, engine: engine.name, leg: "regular", status: 200 });
+      yield frame;
+    }
+    completed = true;
+  } catch (err) {
+    completed = true;
+    if (gw.clientSignal.aborted) throw clientCancelled();
+    const ce = ConnectError.from(err);
+    if (frames === 0) {
+      const status = httpStatusForCode(ce.code);
+      gw.events.emit({ type: "engine_outcome", model, engine: engine.name, leg: "regular", status });
+      throw new GatewayError("engine_failed_to_start", status, `Engine failed to start: ${ce.rawMessage}`, ce.code);
+    }
+    throw ce;
+  } finally {
+    gw.clientSignal.removeEventListener("abort", onAbort);
+    if (!completed) onAbort();
+  }
+}
+
+async function abort(req: { requestIds: string[] }, ctx: HandlerContext) {
+  const gw = gatewayOf(ctx);
+  const sends: Promise<void>[] = [];
+  for (const id of req.requestIds) {
+    const engines = enginesServing(id) ?? allEngines(gw, ctx);
+    for (const e of engines) sends.push(sendAbort(e.client, id, e.name));
+  }
+  await Promise.all(sends);
+  return {};
+}
+
+/** An Abort for a request this isolate does not know goes to every VllmEngine engine of the
+ *  model: another isolate may be serving it, and engines ignore unknown ids. */
+function allEngines(gw: GatewayContext, ctx: HandlerContext) {
+  const named = ctx.requestHeader.get("x-model");
+  const models = named ? [named] : Object.keys(gw.config.models);
+  const out: { name: string; client: ReturnType<typeof vllmEngineClient> }[] = [];
+  for (const m of models) {
+    const pools = gw.config.models[m];
+    if (!pools) continue;
+    for (const e of [...pools.prefill, ...pools.decode, ...pools.regular]) {
+      if (ENGINE_TRANSPORTS.has(e.transport)) out.push({ name: e.name, client: vllmEngineClient(e) });
+    }
+  }
+  return out;
+}
+
+/** The engine that answers info RPCs for a model: a decode engine, or a regular one. */
+function infoEngine(gw: GatewayContext, ctx: HandlerContext): EngineConfig {
+  const model = modelOf(gw, ctx);
+  const pools = gw.config.models[model];
+  const engine = [...(pools?.decode ?? []), ...(pools?.regular ?? [])].find((e) => ENGINE_TRANSPORTS.has(e.transport));
+  if (!engine) throw toConnectError(new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model"));
+  return engine;
+}
+
+function proxied<K extends "getModelInfo" | "getServerInfo" | "getLoads">(method: K) {
+  return async (req: Parameters<ServiceImpl<typeof VllmEngine>[K]>[0], ctx: HandlerContext) => {
+    const gw = gatewayOf(ctx);
+    try {
+      const client = vllmEngineClient(infoEngine(gw, ctx));
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      return await (client[method] as any)(req, { signal: ctx.signal, timeoutMs: 10_000 });
+    } catch (err) {
+      throw toConnectError(err);
+    }
+  };
+}
+
+export const engineService: Partial<ServiceImpl<typeof VllmEngine>> = {
+  generate,
+  abort,
+  healthCheck: async (_req, ctx) => checkEngineHealth(gatewayOf(ctx), ENGINE_TRANSPORTS),
+  getModelInfo: proxied("getModelInfo"),
+  getServerInfo: proxied("getServerInfo"),
+  getLoads: proxied("getLoads"),
+};

@@ -1,0 +1,24 @@
+// VllmEngine clients over Connect or gRPC-web (connect-web transports over fetch), one per
+// engine URL and transport, cached per isolate.
+import { createClient, type Client } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { VllmEngine } from "../gen/vllm_engine_pb.js";
+import type { EngineConfig } from "../config/schema.js";
+import { engineFetch } from "./fetch.js";
+
+export type VllmEngineClient = Client<typeof VllmEngine>;
+
+const clients = new Map<string, VllmEngineClient>();
+
+export function vllmEngineClient(engine: Pick<EngineConfig, "url" | "transport">): VllmEngineClient {
+  const key = `${engine.transport} ${engine.url}`;
+  let client = clients.get(key);
+  if (!client) {
+    const options = { baseUrl: engine.url, useBinaryFormat: true, fetch: engineFetch };
+    const transport =
+      engine.transport === "grpc-web" ? createGrpcWebTransport(options) : createConnectTransport(options);
+    client = createClient(VllmEngine, transport);
+    clients.set(key, client);
+  }
+  return client;
+}

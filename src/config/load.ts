@@ -1,0 +1,59 @@
+// Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
+// turns zod issues into one message that names each bad field.
+import { gatewayConfigSchema, type EngineConfig, type GatewayConfig } from "./schema.js";
+import type { z } from "zod";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export interface LoadedConfig extends GatewayConfig {
+  models: Record<string, LoadedModel>;
+}
+export interface LoadedModel {
+  prefill: EngineConfig[];
+  decode: EngineConfig[];
+  encode: EngineConfig[];
+  regular: EngineConfig[];
+}
+
+let cached: { text: string; config: LoadedConfig } | undefined;
+
+export function loadConfig(text: string | undefined): LoadedConfig {
+  if (cached && cached.text === text) return cached.config;
+  const config = parseConfig(text);
+  cached = { text: text ?? "", config };
+  return config;
+}
+
+export function parseConfig(text: string | undefined): LoadedConfig {
+  if (text === undefined || text.trim() === "") throw new ConfigError("GATEWAY_CONFIG is not set");
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`GATEWAY_CONFIG is not valid JSON: ${(err as Error).message}`);
+  }
+  const parsed = gatewayConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(`GATEWAY_CONFIG: ${describeIssues(parsed.error)}`);
+  const models: Record<string, LoadedModel> = {};
+  for (const [model, pools] of Object.entries(parsed.data.models)) {
+    const name = (role: string) => (e: (typeof pools.prefill)[number], i: number): EngineConfig => ({
+      ...e,
+      name: e.name ?? `${model}/${role}-${i}`,
+    });
+    models[model] = {
+      prefill: pools.prefill.map(name("prefill")),
+      decode: pools.decode.map(name("decode")),
+      encode: pools.encode.map(name("encode")),
+      regular: pools.regular.map(name("regular")),
+    };
+  }
+  return { ...parsed.data, models };
+}
+
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+    .join("; ");
+}

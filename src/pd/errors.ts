@@ -1,0 +1,73 @@
+// Stable gateway error codes and the status mappings between Connect/gRPC codes and HTTP
+// (pd-reference 2.10). Surfaces render a GatewayError in their own shape.
+import { Code, ConnectError } from "@connectrpc/connect";
+
+export class GatewayError extends Error {
+  override name = "GatewayError";
+  constructor(
+    /** Stable machine-readable code, e.g. "prefill_worker_failed_to_start". */
+    readonly code: string,
+    /** HTTP status for the OpenAI surface and metrics. */
+    readonly status: number,
+    message: string,
+    /** Connect code for the VllmEngine surface. */
+    readonly connectCode: Code = connectCodeForStatus(status),
+    /** Client-visible field the error is about, when it is a validation error. */
+    readonly param?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** gRPC code -> HTTP status, as upstream's tonic mapping (Canceled counts as a client error). */
+export function httpStatusForCode(code: Code): number {
+  switch (code) {
+    case Code.InvalidArgument:
+    case Code.FailedPrecondition:
+    case Code.OutOfRange:
+    case Code.Canceled:
+      return 400;
+    case Code.Unauthenticated:
+      return 401;
+    case Code.PermissionDenied:
+      return 403;
+    case Code.NotFound:
+      return 404;
+    case Code.AlreadyExists:
+    case Code.Aborted:
+      return 409;
+    case Code.ResourceExhausted:
+      return 429;
+    case Code.Unavailable:
+      return 503;
+    case Code.DeadlineExceeded:
+      return 504;
+    case Code.Unimplemented:
+      return 501;
+    default:
+      return 500;
+  }
+}
+
+/** HTTP status -> Connect code for errors the gateway itself raises. */
+export function connectCodeForStatus(status: number): Code {
+  if (status === 400 || status === 413 || status === 422) return Code.InvalidArgument;
+  if (status === 401) return Code.Unauthenticated;
+  if (status === 403) return Code.PermissionDenied;
+  if (status === 404) return Code.NotFound;
+  if (status === 409) return Code.Aborted;
+  if (status === 429) return Code.ResourceExhausted;
+  if (status === 501) return Code.Unimplemented;
+  if (status === 502 || status === 503) return Code.Unavailable;
+  if (status === 504 || status === 408) return Code.DeadlineExceeded;
+  return Code.Internal;
+}
+
+/** Wraps an engine leg's failure: keeps the engine's Connect code, maps it to HTTP. */
+export function legError(err: unknown, code: string, prefix: string): GatewayError {
+  const ce = ConnectError.from(err);
+  return new GatewayError(code, httpStatusForCode(ce.code), `${prefix}: ${ce.rawMessage}`, ce.code);
+}
+
+/** Statuses that count as engine failures for breakers and retries (upstream defaults). */
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);

@@ -1,0 +1,220 @@
+// Sequential PD over VllmEngine clients (pd-reference 2, ARCHITECTURE decisions 1-6): plan
+// the legs, run or skip prefill, establish decode, and own the abort rules for both legs.
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { GenerateRequest, GenerateResponse } from "../gen/vllm_engine_pb.js";
+import type { VllmEngineClient } from "../backends/vllm-engine.js";
+import type { EventSink, Surface } from "../metrics/events.js";
+import { connectorMode, isMooncakeModern, type EngineKvMeta } from "./connector.js";
+import { buildDecodeRequest, buildPrefillRequest, hasMmInputs } from "./grpc-requests.js";
+import { GatewayError, legError } from "./errors.js";
+import { normaliseN, relayKvParams, shouldSkipPrefill } from "./skip.js";
+import { delay, sendAbort } from "./engine-abort.js";
+
+export interface GrpcLeg {
+  name: string;
+  client: VllmEngineClient;
+  meta: EngineKvMeta;
+}
+
+/** Bench/test-only overrides, honoured only when config.debug.allow_pd_overrides is on. */
+export type PdOverride = "force-prefill" | "force-relay";
+
+export interface GrpcPdInput {
+  request: GenerateRequest;
+  model: string;
+  surface: Surface;
+  prefill: GrpcLeg;
+  decode: GrpcLeg;
+  hasEncodeAssignments: boolean;
+  /** Fires when the client goes away. */
+  clientSignal: AbortSignal;
+  waitUntil(promise: Promise<unknown>): void;
+  events: EventSink;
+  deferredAbortMaxMs: number;
+  mintTransferId(): string;
+  override?: PdOverride;
+  /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
+  onDecision?(skipped: boolean): void;
+  now?: () => number;
+}
+
+export interface GrpcPdResult {
+  prefill: "ran" | "skipped";
+  /** Decode's frames, first one already received. Iterate to the end or return() to cancel. */
+  stream: AsyncIterable<GenerateResponse>;
+}
+
+export const clientCancelled = () => new GatewayError("client_cancelled", 499, "client cancelled the request", Code.Canceled);
+
+export async function runGrpcSequentialPd(input: GrpcPdInput): Promise<GrpcPdResult> {
+  const { request, prefill, decode, events, model } = input;
+  const now = input.now ?? Date.now;
+  const mode = connectorMode(prefill.meta);
+  const n = normaliseN(request.samplingParams?.n);
+  const relay = relayKvParams(n) || input.override === "force-relay";
+  const transferId = isMooncakeModern(mode, relay) ? input.mintTransferId() : undefined;
+  const skip =
+    input.override === undefined &&
+    shouldSkipPrefill({
+      relayKvParams: relay,
+      hasEncodeAssignments: input.hasEncodeAssignments,
+      hasMmInputs: hasMmInputs(request),
+      decodeNeedsPrefillBootstrap: mode.kind === "mooncake",
+    });
+  input.onDecision?.(skip);
+  if (input.clientSignal.aborted) throw clientCancelled();
+
+  let harvested: string | undefined;
+  let prefillMs: number | undefined;
+  let kvWindowStart = 0;
+  if (!skip) {
+    const p = buildPrefillRequest(request, { mode, relay, transferId, dpRank: prefill.meta.dpRank });
+    const t0 = now();
+    harvested = await drainPrefill(input, p);
+    prefillMs = now() - t0;
+    kvWindowStart = now();
+  }
+
+  const plan = buildDecodeRequest(request, {
+    mode,
+    relay,
+    transferId,
+    harvested,
+    dpRank: decode.meta.dpRank,
+    prefillRan: !skip,
+  });
+  if (plan.kvTransferFailure) {
+    events.emit({ type: "kv_transfer_failure", model, prefillEngine: prefill.name });
+    console.warn(JSON.stringify({ msg: "prefill returned no kv_transfer_params; decode will recompute the prompt locally", requestId: request.requestId, engine: prefill.name }));
+  }
+  if (plan.pixelsStripped && plan.injection === "none") {
+    throw new GatewayError("pd_decode_missing_kv_transfer_params", 502, "Prefill returned no KV handoff for a multimodal request whose decode leg has no pixels", Code.Unavailable);
+  }
+  const handedOff = plan.injection !== "none";
+  const decodeStream = await establishDecode(input, plan.request, handedOff);
+  events.emit({
+    type: "pd_decision",
+    model,
+    surface: input.surface,
+    connectorMode: mode.kind,
+    prefill: skip ? "skipped" : "ran",
+    ...(skip ? { skipReason: "fanout" as const } : {}),
+    kvInjection: plan.injection,
+    n,
+    prefillEngine: prefill.name,
+    decodeEngine: decode.name,
+    ...(prefillMs !== undefined ? { prefillMs } : {}),
+    ...(handedOff && !skip ? { kvTransferMs: now() - kvWindowStart } : {}),
+  });
+  return { prefill: skip ? "skipped" : "ran", stream: decodeStream };
+}
+
+/** Runs the prefill leg to its end and returns the last non-empty handoff JSON. A client
+ *  disconnect here aborts prefill at once and decode is never sent. */
+async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<string | undefined> {
+  const { prefill, events, model } = input;
+  const controller = new AbortController();
+  const onClientAbort = () => {
+    controller.abort();
+    input.waitUntil(sendAbort(prefill.client, p.requestId, prefill.name));
+  };
+  input.clientSignal.addEventListener("abort", onClientAbort, { once: true });
+  let frames = 0;
+  let harvested: string | undefined;
+  try {
+    for await (const frame of prefill.client.generate(p, { signal: controller.signal })) {
+      frames++;
+      const json = frame.response.case === "complete" ? frame.response.value.kvTransferParamsJson : undefined;
+      if (json) harvested = json;
+    }
+  } catch (err) {
+    if (input.clientSignal.aborted) throw clientCancelled();
+    const e = frames === 0
+      ? legError(err, "prefill_worker_failed_to_start", "Prefill worker failed to start")
+      : legError(err, "prefill_stream_error", "Prefill stream error");
+    events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: e.status });
+    throw e;
+  } finally {
+    input.clientSignal.removeEventListener("abort", onClientAbort);
+  }
+  if (input.clientSignal.aborted) throw clientCancelled();
+  events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: 200 });
+  return harvested;
+}
+
+/** Dispatches decode and waits for its first frame (which proves any KV handoff completed).
+ *  Abort rules: with a handoff, a disconnect before that frame defers the Abort until the
+ *  frame, the stream's end or the cap; otherwise, and after the first frame, it is immediate. */
+async function establishDecode(input: GrpcPdInput, d: GenerateRequest, handedOff: boolean): Promise<AsyncIterable<GenerateResponse>> {
+  const { decode, events, model } = input;
+  const controller = new AbortController();
+  const iterator = decode.client.generate(d, { signal: controller.signal })[Symbol.asyncIterator]();
+  let state: "waiting" | "streaming" | "done" = "waiting";
+  const abortNow = () => {
+    controller.abort();
+    input.waitUntil(sendAbort(decode.client, d.requestId, decode.name));
+  };
+  const first = iterator.next();
+  const onClientAbort = () => {
+    if (state === "done") return;
+    if (state === "waiting" && handedOff) {
+      const settled = first.then(() => undefined, () => undefined);
+      input.waitUntil(Promise.race([settled, delay(input.deferredAbortMaxMs)]).then(abortNow));
+    } else {
+      abortNow();
+    }
+  };
+  // A disconnect in the window after prefill finished: decode is still dispatched with the
+  // handoff, so the abort below lets the decode engine reject the transfer and free the blocks.
+  if (input.clientSignal.aborted) onClientAbort();
+  else input.clientSignal.addEventListener("abort", onClientAbort, { once: true });
+  const finish = () => {
+    state = "done";
+    input.clientSignal.removeEventListener("abort", onClientAbort);
+  };
+
+  let head: IteratorResult<GenerateResponse>;
+  try {
+    head = await first;
+  } catch (err) {
+    finish();
+    if (input.clientSignal.aborted) throw clientCancelled();
+    const e = legError(err, "decode_worker_failed_to_start", "Decode worker failed to start");
+    events.emit({ type: "engine_outcome", model, engine: decode.name, leg: "decode", status: e.status });
+    throw e;
+  }
+  if (input.clientSignal.aborted) {
+    finish();
+    throw clientCancelled();
+  }
+  state = "streaming";
+  events.emit({ type: "engine_outcome", model, engine: decode.name, leg: "decode", status: 200 });
+
+  return {
+    async *[Symbol.asyncIterator]() {
+      let completed = false;
+      try {
+        if (head.done) {
+          completed = true;
+          return;
+        }
+        yield head.value;
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) break;
+          yield next.value;
+        }
+        completed = true;
+      } catch (err) {
+        completed = true; // the engine ended the stream itself; nothing to abort
+        throw err instanceof ConnectError ? err : ConnectError.from(err);
+      } finally {
+        const wasDone = state === "done";
+        finish();
+        // Consumer stopped early (client went away mid-stream): abort decode now.
+        if (!completed && !wasDone && !input.clientSignal.aborted) abortNow();
+      }
+    },
+  };
+}
+
