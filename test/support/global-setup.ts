@@ -1,11 +1,12 @@
-import { createServer } from "node:http";
+// Starts the sim control server (sim/control.ts) on 127.0.0.1 before the integration tests;
+// tests in workerd create the clusters they need through it and delete them afterwards.
 import type { TestProject } from "vitest/node";
+import { startControlServer } from "../../sim/control.js";
 
 export default async function setup(project: TestProject) {
-  const server = createServer((req, res) => { res.end("hello from node " + req.url); });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const addr = server.address();
-  if (typeof addr !== "object" || !addr) throw new Error("no address");
-  project.provide("simControlUrl", `http://127.0.0.1:${addr.port}`);
-  return async () => { await new Promise((r) => server.close(r)); };
+  const control = await startControlServer(0);
+  project.provide("simControlUrl", control.url);
+  return async () => {
+    await control.close();
+  };
 }

@@ -1,0 +1,54 @@
+// Drives the real Worker module inside workerd with a chosen gateway config and a recording
+// METRICS binding (miniflare's own is a no-op), and waits for its waitUntil work.
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createClient, type Client } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import worker from "../../src/index.js";
+import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
+import { decodeDataPoint } from "../../src/metrics/schema.js";
+import type { GatewayEvent } from "../../src/metrics/events.js";
+
+export class RecordingDataset implements AnalyticsEngineDataset {
+  readonly points: AnalyticsEngineDataPoint[] = [];
+  writeDataPoint(point?: AnalyticsEngineDataPoint): void {
+    if (point) this.points.push(point);
+  }
+  events(): GatewayEvent[] {
+    return this.points.map(decodeDataPoint);
+  }
+  ofType<T extends GatewayEvent["type"]>(type: T): Extract<GatewayEvent, { type: T }>[] {
+    return this.events().filter((e): e is Extract<GatewayEvent, { type: T }> => e.type === type);
+  }
+}
+
+export interface TestGateway {
+  metrics: RecordingDataset;
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  /** Resolves when every waitUntil task started so far has settled. */
+  settle(): Promise<void>;
+  engineClient(protocol?: "connect" | "grpc-web"): Client<typeof VllmEngine>;
+}
+
+export function testGateway(config: unknown): TestGateway {
+  const metrics = new RecordingDataset();
+  const env = { GATEWAY_CONFIG: JSON.stringify(config), METRICS: metrics };
+  const pending: Promise<void>[] = [];
+  const doFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const ctx = createExecutionContext();
+    const request = new Request(input, init);
+    const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, env, ctx);
+    pending.push(waitOnExecutionContext(ctx));
+    return res;
+  };
+  return {
+    metrics,
+    fetch: doFetch,
+    async settle() {
+      await Promise.all(pending);
+    },
+    engineClient(protocol = "connect") {
+      const opts = { baseUrl: "http://gateway.test", useBinaryFormat: true, fetch: doFetch as typeof fetch };
+      return createClient(VllmEngine, protocol === "grpc-web" ? createGrpcWebTransport(opts) : createConnectTransport(opts));
+    },
+  };
+}

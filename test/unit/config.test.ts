@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../src/config/load.js";
+
+describe("parseConfig", () => {
+  it("applies defaults and names engines", () => {
+    const c = parseConfig(JSON.stringify({ models: { m: { prefill: [{ url: "http://127.0.0.1:1" }], decode: [{ url: "http://127.0.0.1:2", name: "d" }] } } }));
+    expect(c.models.m!.prefill[0]).toMatchObject({ name: "m/prefill-0", transport: "connect", labels: {} });
+    expect(c.models.m!.decode[0]!.name).toBe("d");
+    expect(c.limits.max_n).toBe(16);
+    expect(c.pd.deferred_abort_max_ms).toBe(25_000);
+    expect(c.debug.allow_pd_overrides).toBe(false);
+  });
+  it.each([
+    [undefined, /not set/],
+    ["{", /not valid JSON/],
+    [JSON.stringify({}), /models/],
+    [JSON.stringify({ models: { m: { prefill: [{ url: "ftp://x" }] } } }), /models\.m\.prefill\.0\.url/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", transport: "grpc" }] } } }), /models\.m\.decode\.0\.transport/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", bogus: 1 }] } } }), /models\.m\.decode\.0/],
+    [JSON.stringify({ models: {}, pd: { deferred_abort_max_ms: 40_000 } }), /pd\.deferred_abort_max_ms/],
+  ])("rejects %s naming the field", (text, message) => {
+    expect(() => parseConfig(text)).toThrow(ConfigError);
+    expect(() => parseConfig(text)).toThrow(message);
+  });
+});
