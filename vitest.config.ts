@@ -1,4 +1,5 @@
-// Two projects: `unit` runs pure logic and the simulated cluster in Node; `integration` runs
+// Three projects: `unit` runs pure logic and the simulated cluster in Node; `e2e` runs
+// independent clients (buf curl) against `wrangler dev`; `integration` runs
 // the real Worker in workerd (vitest-pool-workers) against sim engines on 127.0.0.1, which
 // test/support/global-setup.ts starts before any test and stops after the last.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
@@ -13,6 +14,15 @@ export default defineConfig({
           include: ["test/unit/**/*.test.ts"],
           environment: "node",
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -11,6 +11,9 @@ export interface SimFault {
   failStart?: { code: string; message?: string; httpStatus?: number };
   /** Emit this many output tokens, then fail the stream with this code. */
   failMidStream?: { afterTokens: number; code: string; message?: string };
+  /** gRPC only: send this many response frames normally, then fail the stream with this
+   *  code (a stream error after the first message, whatever the stream mode). */
+  failAfterFrames?: { frames: number; code: string; message?: string };
   /** Never answer (until aborted / the client goes away). */
   hang?: boolean;
   /** Only apply to this many more requests (default: all). */
@@ -57,6 +60,9 @@ export interface EngineSpec {
   faults?: SimFault[];
   /** KV cache capacity in blocks, the denominator of GetLoads token_usage (default 8192). */
   kvCapacityBlocks?: number;
+  /** Hand off KV on every length-capped request, even untagged ones (a producer whose
+   *  connector defaults to remote decode): what a "passthrough" gateway mode relays. */
+  kvHandoffByDefault?: boolean;
 }
 
 export interface ClusterSpec {

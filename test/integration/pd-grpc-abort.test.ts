@@ -30,9 +30,9 @@ it("T19: disconnect before decode's first frame with a handoff -> Abort deferred
   const done = generate(gw, { requestId: "t19", input: { case: "text", value: PROMPT }, stream: true }, { signal: controller.signal });
   await waitForGenerate("decode");
   controller.abort();
-  await done;
   await sleep(250);
   expect((await cluster.stats("decode")).abortsReceived).toBe(0); // still deferred
+  await done;
   await gw.settle();
   const decode = await cluster.stats("decode");
   expect(decode.abortsReceived).toBe(1);

@@ -29,7 +29,7 @@ it("T15: prefill fails to start (UNAVAILABLE) -> 503 prefill_worker_failed_to_st
 
 it("T16: prefill stream errors after its first frame (INTERNAL) -> 500 prefill_stream_error", async () => {
   cluster = await startTestCluster({ engines: pairSpecs() });
-  await cluster.setFaults("prefill", { failAfterFrames: { frames: 1, code: "internal", message: "boom" } } as never);
+  await cluster.setFaults("prefill", { failAfterFrames: { frames: 1, code: "internal", message: "boom" } });
   const gw = testGateway(pairConfig(cluster));
   const out = await generate(gw, { requestId: "t16", input: { case: "text", value: PROMPT } });
   expect(out.error?.code).toBe(Code.Internal);

@@ -18,7 +18,7 @@ describe("n=1 over NIXL (T1, T22)", () => {
   it.each(["connect", "grpc-web"] as const)("relays the handoff over %s and streams decode's output", async (transport) => {
     cluster = await startTestCluster({ engines: pairSpecs() });
     const gw = testGateway(pairConfig(cluster, { transport }));
-    const out = await generate(gw, { requestId: "t1", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 6, seed: 7, temperature: 0.3 }, stream: true }, { protocol: transport });
+    const out = await generate(gw, { requestId: "t1", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 6, seed: 7, temperature: 0.5 }, stream: true }, { protocol: transport });
     expect(out.error).toBeUndefined();
     expect(out.header.get("x-pd-prefill")).toBe("ran");
     expect(out.tokens.get(0)).toEqual(outputTokenIds(tokenize(PROMPT), 7, 0, out.tokens.get(0)!.length));
@@ -27,7 +27,7 @@ describe("n=1 over NIXL (T1, T22)", () => {
     const [prefillReq] = await generatesReceived(cluster, "prefill");
     expect(prefillReq).toMatchObject({
       request_id: "t1",
-      sampling_params: { max_tokens: 1, n: 1, ignore_eos: true, seed: 7, temperature: 0.3 },
+      sampling_params: { max_tokens: 1, n: 1, ignore_eos: true, seed: 7, temperature: 0.5 },
       kv_transfer_params_json: NIXL_TAG,
     });
     const sp = prefillReq!.sampling_params as Record<string, unknown>;
@@ -92,7 +92,7 @@ describe("handoff edge cases", () => {
   });
 
   it("T3: passthrough engine that returns a handoff unprompted -> untagged prefill, relayed", async () => {
-    cluster = await startTestCluster({ engines: pairSpecs({ kvReturnsUnprompted: true } as never) });
+    cluster = await startTestCluster({ engines: pairSpecs({ kvHandoffByDefault: true }) });
     const gw = testGateway(pairConfig(cluster, { prefill: { kv_connector: "LMCacheConnectorV1" } }));
     const out = await generate(gw, { requestId: "t3", input: { case: "text", value: PROMPT } });
     expect(out.error).toBeUndefined();

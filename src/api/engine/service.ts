@@ -78,8 +78,9 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
       surface: "engine",
       prefill,
       decode,
-      // vLLM has no encode stage; encode engines in the pool mark multimodal requests as EPD.
-      hasEncodeAssignments: selection.hasEncodeEngines && request.mmInputs !== undefined,
+      // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured, and
+      // its prefill engine may be where embeddings land, so the prefill leg is kept (conservative).
+      hasEncodeAssignments: selection.hasEncodeEngines,
       clientSignal: gw.clientSignal,
       waitUntil: gw.waitUntil,
       events: gw.events,

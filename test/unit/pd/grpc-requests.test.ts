@@ -1,10 +1,10 @@
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { GenerateRequestSchema, type GenerateRequest } from "../../../src/gen/vllm_engine_pb.js";
 import { buildDecodeRequest, buildPrefillRequest } from "../../../src/pd/grpc-requests.js";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
 
-function request(n = 1, extra: Partial<GenerateRequest> = {}): GenerateRequest {
+function request(n = 1, extra: Omit<MessageInitShape<typeof GenerateRequestSchema>, "$typeName"> = {}): GenerateRequest {
   return create(GenerateRequestSchema, {
     requestId: "req-1",
     input: { case: "text", value: "hello world" },

@@ -1,0 +1,209 @@
+// vLLM's OpenAI-compatible server (`vllm serve` with a KV connector) on the engine's HTTP port:
+// completions and chat, stream and non-stream, with top-level kv_transfer_params in and out.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { EventQueue } from "./async.js";
+import type { SimEngine } from "./engine.js";
+import { httpStatusForCode, parseFaultHeader } from "./faults.js";
+import { BodyError, headerRecord, onClientGone, openAiError, readBody, sendJson, sendOpenAiError } from "./http-util.js";
+import type { KvParams } from "./kv-params.js";
+import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
+import type { GenEvent, Run } from "./run.js";
+import { detokenize } from "./tokens.js";
+import { MAX_CONTEXT } from "./spec.js";
+
+type Complete = Extract<GenEvent, { type: "complete" }>;
+
+interface Choice {
+  index: number;
+  text: string;
+  /** Characters of `text` already streamed. */
+  sent: number;
+  complete?: Complete;
+}
+
+/** Text of a finished sample as vLLM returns it: cut just before the matched stop string. */
+function finalText(c: Complete): string {
+  const full = detokenize(c.outputIds);
+  if (c.matchedStopStr === undefined) return full;
+  const at = full.indexOf(c.matchedStopStr);
+  return at >= 0 ? full.slice(0, at) : full;
+}
+
+function stopReason(c: Complete | undefined): string | number | null {
+  return c?.matchedStopStr ?? c?.matchedTokenId ?? null;
+}
+
+export function handleModels(engine: SimEngine, res: ServerResponse): void {
+  const model = engine.cfg.model;
+  sendJson(res, 200, {
+    object: "list",
+    data: [{ id: model, object: "model", created: Math.floor(engine.startedAt / 1000), owned_by: "vllm", root: model, max_model_len: MAX_CONTEXT }],
+  });
+}
+
+export async function handleGeneration(
+  engine: SimEngine,
+  route: OpenAiRequest["route"],
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  engine.stats.add("generateRequests");
+  const headerId = req.headers["x-request-id"];
+  const baseId = typeof headerId === "string" && headerId !== "" ? headerId : randomUUID().replace(/-/g, "");
+  const headers = headerRecord(req);
+  let raw = "";
+  let parsed: OpenAiRequest;
+  let fault;
+  try {
+    raw = await readBody(req);
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new BodyError("request body is not valid JSON");
+    } finally {
+      engine.record({ surface: "openai", method: route, protocol: "http", requestId: baseId, body: json ?? raw, receivedAt: Date.now(), headers });
+    }
+    parsed = parseOpenAiRequest(route, json, engine.cfg.model);
+    fault = parseFaultHeader(req.headers["x-sim-fault"] as string | undefined);
+  } catch (err) {
+    if (err instanceof OpenAiBadRequest) return sendOpenAiError(res, err.status, err.message, err.param);
+    return sendOpenAiError(res, 400, (err as Error).message);
+  }
+
+  const p = parsed;
+  const runs: Run[] = p.prompts.map((promptIds, i) =>
+    engine.startRun({
+      requestId: p.prompts.length > 1 ? `${baseId}-${i}` : baseId,
+      promptIds, n: p.n, maxTokens: p.maxTokens, minTokens: p.minTokens, stop: p.stop, stopTokenIds: p.stopTokenIds,
+      ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault,
+    }),
+  );
+  const stopWatching = onClientGone(res, () => runs.forEach((r) => void r.cancel()));
+
+  // Merge the runs' events; choice index = prompt position * n + sample index, as vLLM.
+  const merged = new EventQueue<{ offset: number; ev: GenEvent }>();
+  let open = runs.length;
+  runs.forEach((run, i) => {
+    void (async () => {
+      for await (const ev of run.events) merged.push({ offset: i * p.n, ev });
+      if (--open === 0) merged.close();
+    })();
+  });
+
+  const prefix = route === "/v1/completions" ? "cmpl-" : "chatcmpl-";
+  const ctx: ResponseCtx = {
+    id: prefix + baseId,
+    created: Math.floor(Date.now() / 1000),
+    model: engine.cfg.model,
+    chat: route === "/v1/chat/completions",
+    choices: Array.from({ length: p.prompts.length * p.n }, (_, index) => ({ index, text: "", sent: 0 })),
+    promptTokens: p.prompts.reduce((s, ids) => s + ids.length, 0),
+  };
+  try {
+    if (p.stream) await streamResponse(ctx, p, merged, res);
+    else await finalResponse(ctx, merged, res);
+  } finally {
+    stopWatching();
+  }
+}
+
+interface ResponseCtx {
+  id: string;
+  created: number;
+  model: string;
+  chat: boolean;
+  choices: Choice[];
+  promptTokens: number;
+}
+
+function usage(ctx: ResponseCtx) {
+  const completion = ctx.choices.reduce((s, c) => s + (c.complete?.outputIds.length ?? 0), 0);
+  return { prompt_tokens: ctx.promptTokens, completion_tokens: completion, total_tokens: ctx.promptTokens + completion };
+}
+
+function errorStatus(ev: Extract<GenEvent, { type: "error" }>): number {
+  return ev.httpStatus ?? httpStatusForCode(ev.code);
+}
+
+async function finalResponse(ctx: ResponseCtx, events: EventQueue<{ offset: number; ev: GenEvent }>, res: ServerResponse): Promise<void> {
+  let kv: KvParams | null = null;
+  for await (const { offset, ev } of events) {
+    if (ev.type === "error") {
+      if (!res.headersSent) sendOpenAiError(res, errorStatus(ev), ev.message);
+      return;
+    }
+    if (ev.type !== "complete") continue;
+    const choice = ctx.choices[offset + ev.index]!;
+    choice.complete = ev;
+    if (ev.kvTransferParams && kv === null) kv = ev.kvTransferParams;
+  }
+  if (res.destroyed) return;
+  const choices = ctx.choices.map((c) => {
+    const finish = c.complete?.finishReason ?? "abort";
+    const text = c.complete ? finalText(c.complete) : "";
+    return ctx.chat
+      ? { index: c.index, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finish, stop_reason: stopReason(c.complete) }
+      : { index: c.index, text, logprobs: null, finish_reason: finish, stop_reason: stopReason(c.complete) };
+  });
+  sendJson(res, 200, {
+    id: ctx.id,
+    object: ctx.chat ? "chat.completion" : "text_completion",
+    created: ctx.created,
+    model: ctx.model,
+    choices,
+    usage: usage(ctx),
+    kv_transfer_params: kv,
+  });
+}
+
+async function streamResponse(
+  ctx: ResponseCtx,
+  p: OpenAiRequest,
+  events: EventQueue<{ offset: number; ev: GenEvent }>,
+  res: ServerResponse,
+): Promise<void> {
+  const object = ctx.chat ? "chat.completion.chunk" : "text_completion";
+  const send = (choices: unknown[], extra: Record<string, unknown> = {}) => {
+    res.write(`data: ${JSON.stringify({ id: ctx.id, object, created: ctx.created, model: ctx.model, choices, ...extra })}\n\n`);
+  };
+  const choiceChunk = (c: Choice, text: string, finish: string | null, role = false) =>
+    ctx.chat
+      ? { index: c.index, delta: role ? { role: "assistant", content: "" } : { content: text }, logprobs: null, finish_reason: finish, ...(finish ? { stop_reason: stopReason(c.complete) } : {}) }
+      : { index: c.index, text, logprobs: null, finish_reason: finish, stop_reason: finish ? stopReason(c.complete) : null };
+  // Headers wait for the first event, so a start failure is a plain HTTP error (and a decode
+  // shows nothing until its KV pull finished).
+  const begin = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    if (ctx.chat) for (const c of ctx.choices) send([choiceChunk(c, "", null, true)]);
+  };
+  for await (const { offset, ev } of events) {
+    if (res.destroyed) return;
+    if (ev.type === "error") {
+      if (!res.headersSent) return sendOpenAiError(res, errorStatus(ev), ev.message);
+      res.write(`data: ${JSON.stringify(openAiError(errorStatus(ev), ev.message))}\n\n`);
+      res.end();
+      return;
+    }
+    begin();
+    const c = ctx.choices[offset + ev.index]!;
+    if (ev.type === "token") {
+      c.text += detokenize([ev.tokenId]);
+      if (ev.final) continue; // sent with the finish_reason below
+      send([choiceChunk(c, c.text.slice(c.sent), null)]);
+      c.sent = c.text.length;
+      continue;
+    }
+    c.complete = ev;
+    const text = finalText(ev);
+    send([choiceChunk(c, text.length > c.sent ? text.slice(c.sent) : "", ev.finishReason)]);
+    c.sent = Math.max(c.sent, text.length);
+  }
+  if (res.destroyed) return;
+  begin();
+  if (p.includeUsage) send([], { usage: usage(ctx) });
+  res.write("data: [DONE]\n\n");
+  res.end();
+}
