@@ -55,6 +55,10 @@ describe("n=1 over NIXL (T1, T22)", () => {
     expect(gw.metrics.ofType("kv_transfer_failure")).toHaveLength(0);
     expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual([["prefill", 200], ["decode", 200]]);
     expect(gw.metrics.ofType("request")).toMatchObject([{ status: 200, backend: "pd", endpoint: "generate" }]);
+    const [timing] = gw.metrics.ofType("stream_complete");
+    expect(timing).toMatchObject({ surface: "engine", endpoint: "generate", outputTokens: out.tokens.get(0)!.length, inputTokens: tokenize(PROMPT).length });
+    expect(timing!.ttftMs).toBeGreaterThanOrEqual(0);
+    expect(timing!.generationMs).toBeGreaterThanOrEqual(timing!.ttftMs!);
     // T22: normal completion sends no Abort to either leg.
     expect((await cluster.stats("prefill")).abortsReceived + (await cluster.stats("decode")).abortsReceived).toBe(0);
     await expectNoPinnedBlocks(cluster);

@@ -17,6 +17,7 @@ import { defaultModel, selectEngines } from "../../routing/select.js";
 import type { EngineConfig } from "../../config/schema.js";
 import { errorCodeOf, toConnectError } from "./errors.js";
 import { checkEngineHealth } from "./health.js";
+import { StreamTiming } from "./stream-timing.js";
 
 /** Engines reachable with VllmEngine clients from a Worker. */
 export const ENGINE_TRANSPORTS: ReadonlySet<string> = new Set(["connect", "grpc-web"]);
@@ -52,6 +53,8 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
   let status = 200;
   let errorCode: string | undefined;
   let untrack = () => {};
+  const timing = new StreamTiming(started);
+  let completed = false;
   try {
     model = modelOf(gw, ctx);
     const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
@@ -63,7 +66,11 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
     }
     if (selection.kind === "regular") {
       backend = "regular";
-      yield* generateAggregated(gw, model, selection.engine, request, (u) => (untrack = u));
+      for await (const frame of generateAggregated(gw, model, selection.engine, request, (u) => (untrack = u))) {
+        timing.observe(frame);
+        yield frame;
+      }
+      completed = true;
       return;
     }
     backend = "pd";
@@ -89,7 +96,11 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
       override: overrideOf(gw, ctx),
       onDecision: (skipped) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(skipped)),
     });
-    yield* result.stream;
+    for await (const frame of result.stream) {
+      timing.observe(frame);
+      yield frame;
+    }
+    completed = true;
   } catch (err) {
     const ce = toConnectError(err);
     status = err instanceof GatewayError ? err.status : httpStatusForCode(ce.code);
@@ -112,6 +123,7 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
       ...(errorCode !== undefined ? { errorCode } : {}),
       durationMs: Date.now() - started,
     });
+    if (completed && req.stream) gw.events.emit(timing.event({ model, surface: "engine", endpoint: "generate" }));
   }
 }
 
