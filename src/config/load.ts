@@ -1,6 +1,6 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field.
-import { gatewayConfigSchema, type EngineConfig, type GatewayConfig } from "./schema.js";
+import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPolicies } from "./schema.js";
 import type { z } from "zod";
 
 export class ConfigError extends Error {
@@ -11,6 +11,7 @@ export interface LoadedConfig extends GatewayConfig {
   models: Record<string, LoadedModel>;
 }
 export interface LoadedModel {
+  policy: ModelPolicies;
   prefill: EngineConfig[];
   decode: EngineConfig[];
   encode: EngineConfig[];
@@ -43,6 +44,7 @@ export function parseConfig(text: string | undefined): LoadedConfig {
       name: e.name ?? `${model}/${role}-${i}`,
     });
     models[model] = {
+      policy: pools.policy,
       prefill: pools.prefill.map(name("prefill")),
       decode: pools.decode.map(name("decode")),
       encode: pools.encode.map(name("encode")),

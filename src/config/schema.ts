@@ -22,8 +22,20 @@ export const engineSchema = z
   .strict();
 export type EngineConfigInput = z.input<typeof engineSchema>;
 
+export const policySchema = z.enum(["round_robin", "random", "power_of_two", "prefix_hash", "consistent_hash"]);
+export type PolicyName = z.infer<typeof policySchema>;
+
 export const modelSchema = z
   .object({
+    /** Selection policy per pool. */
+    policy: z
+      .object({
+        prefill: policySchema.default("round_robin"),
+        decode: policySchema.default("round_robin"),
+        regular: policySchema.default("round_robin"),
+      })
+      .strict()
+      .default({ prefill: "round_robin", decode: "round_robin", regular: "round_robin" }),
     prefill: z.array(engineSchema).default([]),
     decode: z.array(engineSchema).default([]),
     encode: z.array(engineSchema).default([]),
@@ -53,6 +65,62 @@ export const gatewayConfigSchema = z
       })
       .strict()
       .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000 }),
+    /** Active health checks (upstream defaults). */
+    health: z
+      .object({
+        interval_secs: z.number().int().min(1).default(60),
+        timeout_secs: z.number().int().min(1).default(5),
+        success_threshold: z.number().int().min(1).default(2),
+        failure_threshold: z.number().int().min(1).default(3),
+        /** Path probed on openai-http engines (VllmEngine engines get the HealthCheck RPC). */
+        endpoint: z.string().startsWith("/").default("/health"),
+        disabled: z.boolean().default(false),
+      })
+      .strict()
+      .default({ interval_secs: 60, timeout_secs: 5, success_threshold: 2, failure_threshold: 3, endpoint: "/health", disabled: false }),
+    /** Circuit breaker per engine (upstream router defaults). */
+    breaker: z
+      .object({
+        failure_threshold: z.number().int().min(1).default(10),
+        success_threshold: z.number().int().min(1).default(3),
+        timeout_secs: z.number().min(0).default(60),
+        disabled: z.boolean().default(false),
+      })
+      .strict()
+      .default({ failure_threshold: 10, success_threshold: 3, timeout_secs: 60, disabled: false }),
+    /** Retries of a failed attempt that sent nothing to the client yet (upstream defaults). */
+    retry: z
+      .object({
+        /** Total attempts, including the first. */
+        max_retries: z.number().int().min(1).max(20).default(5),
+        initial_backoff_ms: z.number().int().min(0).default(50),
+        max_backoff_ms: z.number().int().min(0).default(30_000),
+        backoff_multiplier: z.number().min(1).default(1.5),
+        jitter_factor: z.number().min(0).max(1).default(0.2),
+        /** Budget for all backoff sleeps of one request. */
+        max_total_backoff_ms: z.number().int().min(0).default(5_000),
+        disabled: z.boolean().default(false),
+      })
+      .strict()
+      .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, disabled: false }),
+    /** Engines added at run time through the admin API. */
+    registry: z
+      .object({
+        /** Host patterns an engine URL may use ("*.example.com", "10.0.0.*", "127.0.0.1"); empty = none allowed. */
+        allowed_hosts: z.array(z.string().min(1)).default([]),
+        /** How long a per-isolate snapshot of the registry is used before a background refresh (ms). */
+        snapshot_ttl_ms: z.number().int().min(0).default(5_000),
+      })
+      .strict()
+      .default({ allowed_hosts: [], snapshot_ttl_ms: 5_000 }),
+    /** GetLoads polling for power_of_two. */
+    loads: z
+      .object({
+        enabled: z.boolean().default(false),
+        ttl_ms: z.number().int().min(100).default(10_000),
+      })
+      .strict()
+      .default({ enabled: false, ttl_ms: 10_000 }),
     debug: z
       .object({
         /** Honour the `x-pd-override` request header (benchmarks and tests only). */
@@ -65,5 +133,6 @@ export const gatewayConfigSchema = z
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ModelPools = GatewayConfig["models"][string];
+export type ModelPolicies = ModelPools["policy"];
 export type EngineConfig = z.infer<typeof engineSchema> & { name: string };
 export type EngineRole = "prefill" | "decode" | "encode" | "regular";
