@@ -1,14 +1,16 @@
 // Sequential PD over VllmEngine clients (pd-reference 2, ARCHITECTURE decisions 1-6): plan
 // the legs, run or skip prefill, establish decode, and own the abort rules for both legs.
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse } from "../gen/vllm_engine_pb.js";
 import type { VllmEngineClient } from "../backends/vllm-engine.js";
 import type { EventSink, Surface } from "../metrics/events.js";
 import { connectorMode, isMooncakeModern, type EngineKvMeta } from "./connector.js";
 import { buildDecodeRequest, buildPrefillRequest, hasMmInputs } from "./grpc-requests.js";
-import { GatewayError, legError } from "./errors.js";
+import { GatewayError, clientCancelledError, legError } from "./errors.js";
+import { openEngineStream } from "./engine-stream.js";
 import { normaliseN, relayKvParams, shouldSkipPrefill } from "./skip.js";
-import { delay, sendAbort } from "./engine-abort.js";
+import { sendAbort } from "./engine-abort.js";
+import { chargeLoad } from "../routing/load.js";
 
 export interface GrpcLeg {
   name: string;
@@ -44,7 +46,7 @@ export interface GrpcPdResult {
   stream: AsyncIterable<GenerateResponse>;
 }
 
-export const clientCancelled = () => new GatewayError("client_cancelled", 499, "client cancelled the request", Code.Canceled);
+export const clientCancelled = clientCancelledError;
 
 export async function runGrpcSequentialPd(input: GrpcPdInput): Promise<GrpcPdResult> {
   const { request, prefill, decode, events, model } = input;
@@ -91,7 +93,18 @@ export async function runGrpcSequentialPd(input: GrpcPdInput): Promise<GrpcPdRes
     throw new GatewayError("pd_decode_missing_kv_transfer_params", 502, "Prefill returned no KV handoff for a multimodal request whose decode leg has no pixels", Code.Unavailable);
   }
   const handedOff = plan.injection !== "none";
-  const decodeStream = await establishDecode(input, plan.request, handedOff);
+  const decodeStream = await openEngineStream({
+    engine: decode,
+    request: plan.request,
+    leg: "decode",
+    model,
+    events,
+    clientSignal: input.clientSignal,
+    waitUntil: input.waitUntil,
+    handedOff,
+    deferredAbortMaxMs: input.deferredAbortMaxMs,
+    startError: { code: "decode_worker_failed_to_start", prefix: "Decode worker failed to start" },
+  });
   events.emit({
     type: "pd_decision",
     model,
@@ -121,6 +134,7 @@ async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<str
   input.clientSignal.addEventListener("abort", onClientAbort, { once: true });
   let frames = 0;
   let harvested: string | undefined;
+  const releaseLoad = chargeLoad(prefill.name);
   try {
     for await (const frame of prefill.client.generate(p, { signal: controller.signal })) {
       frames++;
@@ -135,86 +149,11 @@ async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<str
     events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: e.status });
     throw e;
   } finally {
+    releaseLoad();
     input.clientSignal.removeEventListener("abort", onClientAbort);
   }
   if (input.clientSignal.aborted) throw clientCancelled();
   events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: 200 });
   return harvested;
-}
-
-/** Dispatches decode and waits for its first frame (which proves any KV handoff completed).
- *  Abort rules: with a handoff, a disconnect before that frame defers the Abort until the
- *  frame, the stream's end or the cap; otherwise, and after the first frame, it is immediate. */
-async function establishDecode(input: GrpcPdInput, d: GenerateRequest, handedOff: boolean): Promise<AsyncIterable<GenerateResponse>> {
-  const { decode, events, model } = input;
-  const controller = new AbortController();
-  const iterator = decode.client.generate(d, { signal: controller.signal })[Symbol.asyncIterator]();
-  let state: "waiting" | "streaming" | "done" = "waiting";
-  const abortNow = () => {
-    controller.abort();
-    input.waitUntil(sendAbort(decode.client, d.requestId, decode.name));
-  };
-  const first = iterator.next();
-  const onClientAbort = () => {
-    if (state === "done") return;
-    if (state === "waiting" && handedOff) {
-      const settled = first.then(() => undefined, () => undefined);
-      input.waitUntil(Promise.race([settled, delay(input.deferredAbortMaxMs)]).then(abortNow));
-    } else {
-      abortNow();
-    }
-  };
-  // A disconnect in the window after prefill finished: decode is still dispatched with the
-  // handoff, so the abort below lets the decode engine reject the transfer and free the blocks.
-  if (input.clientSignal.aborted) onClientAbort();
-  else input.clientSignal.addEventListener("abort", onClientAbort, { once: true });
-  const finish = () => {
-    state = "done";
-    input.clientSignal.removeEventListener("abort", onClientAbort);
-  };
-
-  let head: IteratorResult<GenerateResponse>;
-  try {
-    head = await first;
-  } catch (err) {
-    finish();
-    if (input.clientSignal.aborted) throw clientCancelled();
-    const e = legError(err, "decode_worker_failed_to_start", "Decode worker failed to start");
-    events.emit({ type: "engine_outcome", model, engine: decode.name, leg: "decode", status: e.status });
-    throw e;
-  }
-  if (input.clientSignal.aborted) {
-    finish();
-    throw clientCancelled();
-  }
-  state = "streaming";
-  events.emit({ type: "engine_outcome", model, engine: decode.name, leg: "decode", status: 200 });
-
-  return {
-    async *[Symbol.asyncIterator]() {
-      let completed = false;
-      try {
-        if (head.done) {
-          completed = true;
-          return;
-        }
-        yield head.value;
-        for (;;) {
-          const next = await iterator.next();
-          if (next.done) break;
-          yield next.value;
-        }
-        completed = true;
-      } catch (err) {
-        completed = true; // the engine ended the stream itself; nothing to abort
-        throw err instanceof ConnectError ? err : ConnectError.from(err);
-      } finally {
-        const wasDone = state === "done";
-        finish();
-        // Consumer stopped early (client went away mid-stream): abort decode now.
-        if (!completed && !wasDone && !input.clientSignal.aborted) abortNow();
-      }
-    },
-  };
 }
 

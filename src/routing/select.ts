@@ -1,38 +1,63 @@
-// Engine selection from the configured pools. Round-robin per (model, role), separate
-// counters for prefill and decode so one leg's picks do not shift the other's.
+// Engine selection: for a model, a prefill/decode pair (PD) or one regular engine, picked by
+// each pool's policy among routable engines (healthy, breaker admitting). Engines that failed
+// an earlier attempt of the same request are avoided while others remain.
 import type { EngineConfig, EngineRole } from "../config/schema.js";
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
+import { choose } from "./policies.js";
+import { engineLoad } from "./load.js";
 
-const counters = new Map<string, number>();
-
-export function roundRobin(model: string, role: EngineRole, pool: EngineConfig[]): EngineConfig | undefined {
-  if (pool.length === 0) return undefined;
-  const key = `${model}\u0000${role}`;
-  const i = counters.get(key) ?? 0;
-  counters.set(key, (i + 1) % pool.length);
-  return pool[i % pool.length];
+export interface SelectOptions {
+  /** Engine pools to pick from (config merged with the registry); default: the config's. */
+  models?: Record<string, LoadedModel>;
+  /** Whether an engine may take traffic now; default: all may. */
+  routable?: (engine: EngineConfig) => boolean;
+  /** Engines to avoid (failed earlier attempts). */
+  exclude?: ReadonlySet<string>;
+  routingKey?: string;
+  prefixKey?: string;
+  load?: (engine: string) => number;
+  random?: () => number;
 }
 
 export type Selection =
   | { kind: "pd"; model: string; prefill: EngineConfig; decode: EngineConfig; hasEncodeEngines: boolean }
   | { kind: "regular"; model: string; engine: EngineConfig }
+  /** The model has engines for these transports, but none can take traffic now. */
+  | { kind: "unavailable"; model: string; role: EngineRole }
   | { kind: "none"; model: string };
 
-/** Picks a prefill/decode pair for a PD model, or one engine of an aggregated model. */
-export function selectEngines(config: LoadedConfig, model: string, transports: ReadonlySet<string>): Selection {
-  const pools: LoadedModel | undefined = config.models[model];
+export function selectEngines(config: LoadedConfig, model: string, transports: ReadonlySet<string>, opts: SelectOptions = {}): Selection {
+  const pools: LoadedModel | undefined = (opts.models ?? config.models)[model];
   if (!pools) return { kind: "none", model };
-  const usable = (pool: EngineConfig[]) => pool.filter((e) => transports.has(e.transport));
-  const prefillPool = usable(pools.prefill);
-  const decodePool = usable(pools.decode);
+  const byTransport = (pool: EngineConfig[]) => pool.filter((e) => transports.has(e.transport));
+  const prefillPool = byTransport(pools.prefill);
+  const decodePool = byTransport(pools.decode);
   if (prefillPool.length > 0 && decodePool.length > 0) {
-    const prefill = roundRobin(model, "prefill", prefillPool)!;
-    const decode = roundRobin(model, "decode", decodePool)!;
+    const prefill = pick(model, "prefill", prefillPool, pools, opts);
+    if (!prefill) return { kind: "unavailable", model, role: "prefill" };
+    const decode = pick(model, "decode", decodePool, pools, opts);
+    if (!decode) return { kind: "unavailable", model, role: "decode" };
     return { kind: "pd", model, prefill, decode, hasEncodeEngines: pools.encode.length > 0 };
   }
-  const regular = roundRobin(model, "regular", usable(pools.regular));
-  if (regular) return { kind: "regular", model, engine: regular };
-  return { kind: "none", model };
+  const regularPool = byTransport(pools.regular);
+  if (regularPool.length === 0) return { kind: "none", model };
+  const engine = pick(model, "regular", regularPool, pools, opts);
+  return engine ? { kind: "regular", model, engine } : { kind: "unavailable", model, role: "regular" };
+}
+
+function pick(model: string, role: "prefill" | "decode" | "regular", pool: EngineConfig[], pools: LoadedModel, opts: SelectOptions): EngineConfig | undefined {
+  const routable = opts.routable ? pool.filter(opts.routable) : pool;
+  const fresh = opts.exclude ? routable.filter((e) => !opts.exclude!.has(e.name)) : routable;
+  const candidates = fresh.length > 0 ? fresh : routable;
+  const i = choose(pools.policy[role], {
+    candidates: candidates.map((e) => e.name),
+    stateKey: `${model}\u0000${role}`,
+    load: opts.load ?? engineLoad,
+    routingKey: opts.routingKey,
+    prefixKey: opts.prefixKey,
+    random: opts.random,
+  });
+  return i === undefined ? undefined : candidates[i];
 }
 
 /** The model a client means when it names none: the only one configured for these transports. */

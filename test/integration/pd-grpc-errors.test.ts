@@ -22,7 +22,9 @@ it("T15: prefill fails to start (UNAVAILABLE) -> 503 prefill_worker_failed_to_st
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_worker_failed_to_start");
   expect((await cluster.stats("decode")).generateRequests).toBe(0);
   await gw.settle();
-  expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "prefill", status: 503 }]);
+  // 503 is retryable: the default budget is 5 attempts, all on the only prefill engine.
+  expect((await cluster.stats("prefill")).generateRequests).toBe(5);
+  expect(gw.metrics.ofType("engine_outcome")).toEqual(Array(5).fill({ type: "engine_outcome", model: "m", engine: "prefill", leg: "prefill", status: 503 }));
   expect(gw.metrics.ofType("pd_decision")).toHaveLength(0);
   expect(gw.metrics.ofType("request")).toMatchObject([{ status: 503, errorCode: "prefill_worker_failed_to_start" }]);
 });
@@ -37,7 +39,7 @@ it("T16: prefill stream errors after its first frame (INTERNAL) -> 500 prefill_s
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_stream_error");
   expect((await cluster.stats("decode")).generateRequests).toBe(0);
   await gw.settle();
-  expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "prefill", status: 500 }]);
+  expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual(Array(5).fill(["prefill", 500]));
 });
 
 it("T17: decode fails to start (INVALID_ARGUMENT) -> 400 decode_worker_failed_to_start; prefill's blocks are released", async () => {
@@ -51,6 +53,7 @@ it("T17: decode fails to start (INVALID_ARGUMENT) -> 400 decode_worker_failed_to
   await gw.settle();
   expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual([["prefill", 200], ["decode", 400]]);
   expect(gw.metrics.ofType("pd_decision")).toHaveLength(0);
+  expect((await cluster.stats("decode")).generateRequests).toBe(1); // 400 is not retried
   // The decode engine rejected the transfer, so the prefill engine freed its blocks early.
   await eventually(() => expectNoPinnedBlocks(cluster!));
   expect((await cluster.stats("prefill")).leasesExpired).toBe(0);
@@ -64,7 +67,7 @@ it("T18: skipped prefill + decode UNAVAILABLE -> 503 decode_worker_failed_to_sta
   expect(out.error?.code).toBe(Code.Unavailable);
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("decode_worker_failed_to_start");
   await gw.settle();
-  expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "decode", status: 503 }]);
+  expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual(Array(5).fill(["decode", 503]));
   expect((await cluster.stats("prefill")).generateRequests).toBe(0);
 });
 

@@ -7,6 +7,7 @@ import worker from "../../src/index.js";
 import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
 import { decodeDataPoint } from "../../src/metrics/schema.js";
 import type { GatewayEvent } from "../../src/metrics/events.js";
+import { resetLocalBreakers } from "../../src/routing/breakers.js";
 
 export class RecordingDataset implements AnalyticsEngineDataset {
   readonly points: AnalyticsEngineDataPoint[] = [];
@@ -29,7 +30,10 @@ export interface TestGateway {
   engineClient(protocol?: "connect" | "grpc-web"): Client<typeof VllmEngine>;
 }
 
+/** A gateway as a fresh isolate would see it: per-isolate breaker state starts empty
+ *  (tests reuse engine names across clusters). */
 export function testGateway(config: unknown): TestGateway {
+  resetLocalBreakers();
   const metrics = new RecordingDataset();
   const env = { GATEWAY_CONFIG: JSON.stringify(config), METRICS: metrics };
   const pending: Promise<void>[] = [];

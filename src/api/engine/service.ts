@@ -9,7 +9,7 @@ import { enginesServing, trackInFlight } from "../../backends/in-flight.js";
 import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { checkClientRequest } from "../../pd/client-request.js";
 import { GatewayError, httpStatusForCode } from "../../pd/errors.js";
-import { runGrpcSequentialPd, clientCancelled, type PdOverride } from "../../pd/grpc-sequential.js";
+import { runGrpcSequentialPd, type PdOverride } from "../../pd/grpc-sequential.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import { sendAbort } from "../../pd/engine-abort.js";
 import { uuidv7 } from "../../pd/uuidv7.js";
@@ -17,6 +17,10 @@ import { defaultModel, selectEngines } from "../../routing/select.js";
 import type { EngineConfig } from "../../config/schema.js";
 import { errorCodeOf, toConnectError } from "./errors.js";
 import { checkEngineHealth } from "./health.js";
+import { openEngineStream } from "../../pd/engine-stream.js";
+import { withRetries } from "../../routing/attempts.js";
+import { engineAdmitted } from "../../routing/breakers.js";
+import { prefixKeyOf } from "../../routing/policies.js";
 import { StreamTiming } from "./stream-timing.js";
 
 /** Engines reachable with VllmEngine clients from a Worker. */
@@ -60,41 +64,60 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
     const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
     if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
     const request = checked.request;
-    const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS);
-    if (selection.kind === "none") {
-      throw new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model");
-    }
-    if (selection.kind === "regular") {
-      backend = "regular";
-      for await (const frame of generateAggregated(gw, model, selection.engine, request, (u) => (untrack = u))) {
-        timing.observe(frame);
-        yield frame;
+    const select = (exclude: ReadonlySet<string>) => {
+      const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS, {
+        routable: (e) => engineAdmitted(e.name, gw.config.breaker),
+        exclude,
+        routingKey: ctx.requestHeader.get("x-routing-key") ?? undefined,
+        prefixKey: prefixKeyOf(request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value }),
+      });
+      if (selection.kind === "none") {
+        throw new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model");
       }
-      completed = true;
-      return;
-    }
-    backend = "pd";
-    const prefillClient = vllmEngineClient(selection.prefill);
-    const decodeClient = vllmEngineClient(selection.decode);
-    const prefill = { name: selection.prefill.name, client: prefillClient, meta: await engineKvMeta(selection.prefill, prefillClient, gw.config.pd.engine_info_ttl_ms) };
-    const decode = { name: selection.decode.name, client: decodeClient, meta: mergeKvMeta(selection.decode, undefined) };
-    untrack = trackInFlight(request.requestId, [prefill, decode]);
-    const result = await runGrpcSequentialPd({
-      request,
-      model,
-      surface: "engine",
-      prefill,
-      decode,
-      // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured, and
-      // its prefill engine may be where embeddings land, so the prefill leg is kept (conservative).
-      hasEncodeAssignments: selection.hasEncodeEngines,
-      clientSignal: gw.clientSignal,
-      waitUntil: gw.waitUntil,
-      events: gw.events,
-      deferredAbortMaxMs: gw.config.pd.deferred_abort_max_ms,
-      mintTransferId: () => `xfer-${uuidv7()}`,
-      override: overrideOf(gw, ctx),
-      onDecision: (skipped) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(skipped)),
+      if (selection.kind === "unavailable") {
+        throw new GatewayError("no_healthy_engine", 503, `No ${selection.role} engine of model '${model}' can take traffic now`, Code.Unavailable);
+      }
+      return selection;
+    };
+    const override = overrideOf(gw, ctx);
+    const result = await withRetries(gw, async (exclude) => {
+      const selection = select(exclude);
+      untrack();
+      if (selection.kind === "regular") {
+        backend = "regular";
+        exclude.add(selection.engine.name);
+        untrack = trackInFlight(request.requestId, [{ name: selection.engine.name, client: vllmEngineClient(selection.engine) }]);
+        return openAggregated(gw, model, selection.engine, request);
+      }
+      backend = "pd";
+      const prefillClient = vllmEngineClient(selection.prefill);
+      const decodeClient = vllmEngineClient(selection.decode);
+      const prefill = { name: selection.prefill.name, client: prefillClient, meta: await engineKvMeta(selection.prefill, prefillClient, gw.config.pd.engine_info_ttl_ms) };
+      const decode = { name: selection.decode.name, client: decodeClient, meta: mergeKvMeta(selection.decode, undefined) };
+      untrack = trackInFlight(request.requestId, [prefill, decode]);
+      try {
+        return await runGrpcSequentialPd({
+          request,
+          model,
+          surface: "engine",
+          prefill,
+          decode,
+          // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured, and
+          // its prefill engine may be where embeddings land, so the prefill leg is kept (conservative).
+          hasEncodeAssignments: selection.hasEncodeEngines,
+          clientSignal: gw.clientSignal,
+          waitUntil: gw.waitUntil,
+          events: gw.events,
+          deferredAbortMaxMs: gw.config.pd.deferred_abort_max_ms,
+          mintTransferId: () => `xfer-${uuidv7()}`,
+          override,
+          onDecision: (skipped) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(skipped)),
+        });
+      } catch (err) {
+        // Avoid the leg that failed on the next attempt.
+        if (err instanceof GatewayError) exclude.add(err.code.startsWith("prefill_") ? prefill.name : decode.name);
+        throw err;
+      }
     });
     for await (const frame of result.stream) {
       timing.observe(frame);
@@ -128,44 +151,19 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
 }
 
 /** One leg straight through, for models served by regular (non-PD) engines. */
-async function* generateAggregated(
-  gw: GatewayContext,
-  model: string,
-  engine: EngineConfig,
-  request: GenerateRequest,
-  setUntrack: (u: () => void) => void,
-): AsyncIterable<GenerateResponse> {
-  const client = vllmEngineClient(engine);
-  const controller = new AbortController();
-  let completed = false;
-  const onAbort = () => {
-    if (completed) return;
-    controller.abort();
-    gw.waitUntil(sendAbort(client, request.requestId, engine.name));
-  };
-  gw.clientSignal.addEventListener("abort", onAbort, { once: true });
-  setUntrack(trackInFlight(request.requestId, [{ name: engine.name, client }]));
-  let frames = 0;
-  try {
-    for await (const frame of client.generate(request, { signal: controller.signal })) {
-      if (frames++ === 0) gw.events.emit({ type: "engine_outcome", model, engine: engine.name, leg: "regular", status: 200 });
-      yield frame;
-    }
-    completed = true;
-  } catch (err) {
-    completed = true;
-    if (gw.clientSignal.aborted) throw clientCancelled();
-    const ce = ConnectError.from(err);
-    if (frames === 0) {
-      const status = httpStatusForCode(ce.code);
-      gw.events.emit({ type: "engine_outcome", model, engine: engine.name, leg: "regular", status });
-      throw new GatewayError("engine_failed_to_start", status, `Engine failed to start: ${ce.rawMessage}`, ce.code);
-    }
-    throw ce;
-  } finally {
-    gw.clientSignal.removeEventListener("abort", onAbort);
-    if (!completed) onAbort();
-  }
+function openAggregated(gw: GatewayContext, model: string, engine: EngineConfig, request: GenerateRequest) {
+  return openEngineStream({
+    engine: { name: engine.name, client: vllmEngineClient(engine) },
+    request,
+    leg: "regular",
+    model,
+    events: gw.events,
+    clientSignal: gw.clientSignal,
+    waitUntil: gw.waitUntil,
+    handedOff: false,
+    deferredAbortMaxMs: 0,
+    startError: { code: "engine_failed_to_start", prefix: "Engine failed to start" },
+  }).then((stream) => ({ stream }));
 }
 
 async function abort(req: { requestIds: string[] }, ctx: HandlerContext) {
