@@ -71,3 +71,8 @@ export function legError(err: unknown, code: string, prefix: string): GatewayErr
 
 /** Statuses that count as engine failures for breakers and retries (upstream defaults). */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+
+/** The client went away before the response was complete (status 499, as nginx logs it). */
+export function clientCancelledError(): GatewayError {
+  return new GatewayError("client_cancelled", 499, "client cancelled the request", Code.Canceled);
+}
