@@ -53,9 +53,11 @@ export const gatewayConfigSchema = z
         max_body_bytes: z.number().int().min(1024).default(4 * 1024 * 1024),
         /** Largest n a client may ask for. */
         max_n: z.number().int().min(1).default(16),
+        /** Largest accepted request header block (names + values), bytes. */
+        max_header_bytes: z.number().int().min(1024).default(16 * 1024),
       })
       .strict()
-      .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16 }),
+      .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024 }),
     pd: z
       .object({
         /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */
@@ -121,6 +123,24 @@ export const gatewayConfigSchema = z
       })
       .strict()
       .default({ enabled: false, ttl_ms: 10_000 }),
+    /** Data-plane authentication. Keys come from the API_KEYS secret (comma-separated). */
+    auth: z
+      .object({
+        /** "api_keys": every /v1 and VllmEngine request needs `Authorization: Bearer <key>`;
+         *  "open": no key needed (only say so explicitly). */
+        data_plane: z.enum(["api_keys", "open"]).default("api_keys"),
+      })
+      .strict()
+      .default({ data_plane: "api_keys" }),
+    /** CORS for browser Connect / gRPC-web / OpenAI clients. */
+    cors: z
+      .object({
+        /** Exact origins ("https://app.example.com") or "*"; empty = no CORS headers. */
+        allowed_origins: z.array(z.string().min(1)).default([]),
+        max_age_secs: z.number().int().min(0).default(600),
+      })
+      .strict()
+      .default({ allowed_origins: [], max_age_secs: 600 }),
     debug: z
       .object({
         /** Honour the `x-pd-override` request header (benchmarks and tests only). */

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
-import { startWranglerDev, type WranglerDev } from "./wrangler-dev.js";
+import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
 
 let cluster: RunningCluster;
 let gateway: WranglerDev;
@@ -19,6 +19,7 @@ beforeAll(async () => {
     ],
   });
   gateway = await startWranglerDev({
+    auth: { data_plane: "open" },
     models: { m: { prefill: [{ name: "prefill", url: cluster.engine("prefill").url }], decode: [{ name: "decode", url: cluster.engine("decode").url }] } },
   });
 }, 120_000);

@@ -1,0 +1,58 @@
+// Data-plane API keys: `Authorization: Bearer <key>` checked against the API_KEYS secret in
+// constant time (both sides hashed to SHA-256, then compared without early exit). Open only
+// when the config says `auth.data_plane: "open"`; with "api_keys" and no keys configured,
+// every data-plane request is refused rather than silently served.
+import type { MiddlewareHandler } from "hono";
+import type { GatewayContext } from "../context.js";
+import type { Env } from "../env.js";
+import { reject } from "./rejection.js";
+
+const encoder = new TextEncoder();
+let cachedKeys: { source: string; digests: Promise<Uint8Array[]> } | undefined;
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+function keyDigests(source: string): Promise<Uint8Array[]> {
+  if (cachedKeys?.source !== source) {
+    const keys = source.split(",").map((k) => k.trim()).filter(Boolean);
+    cachedKeys = { source, digests: Promise.all(keys.map(sha256)) };
+  }
+  return cachedKeys.digests;
+}
+
+/** Constant-time equality of two equal-length digests. */
+export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+export async function isValidKey(presented: string, apiKeys: string): Promise<boolean> {
+  const digest = await sha256(presented);
+  let ok = false;
+  // Compare against every key so the time does not depend on which one matched.
+  for (const k of await keyDigests(apiKeys)) ok = digestsEqual(digest, k) || ok;
+  return ok;
+}
+
+export function bearerToken(header: string | null | undefined): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return m?.[1];
+}
+
+export function dataPlaneAuth(): MiddlewareHandler<{ Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } }> {
+  return async (c, next) => {
+    if (c.get("gateway").config.auth.data_plane === "open") return next();
+    const token = bearerToken(c.req.header("authorization"));
+    const keys = c.env.API_KEYS ?? "";
+    if (token === undefined || keys.trim() === "" || !(await isValidKey(token, keys))) {
+      const message = token === undefined ? "Authorization: a Bearer API key is required" : "Authorization: the API key is not valid";
+      return reject(c.req.raw, 401, "invalid_api_key", message, { "www-authenticate": 'Bearer realm="vllm-edge-gateway"' });
+    }
+    c.set("apiKey", token);
+    return next();
+  };
+}
