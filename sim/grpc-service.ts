@@ -58,6 +58,10 @@ function toGenInput(req: GenerateRequest, ctx: HandlerContext): GenInput {
   const sp = req.samplingParams;
   const maxTokens = sp?.maxTokens ?? DEFAULT_MAX_TOKENS;
   if (maxTokens < 1) throw invalid("sampling_params.max_tokens: must be at least 1");
+  // vLLM refuses a request whose prompt plus output cannot fit the context window.
+  if (promptIds.length + maxTokens > MAX_CONTEXT) {
+    throw invalid(`sampling_params.max_tokens: prompt (${promptIds.length}) + max_tokens (${maxTokens}) exceeds max_context_length ${MAX_CONTEXT}`);
+  }
   const n = sp?.n || 1;
   if (n > MAX_N) throw invalid(`sampling_params.n: must be at most ${MAX_N}`);
   let fault;

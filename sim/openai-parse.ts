@@ -108,6 +108,9 @@ export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown
     (route === "/v1/chat/completions" ? optInt(body, "max_completion_tokens", 1) : undefined) ??
     optInt(body, "max_tokens", 1) ??
     DEFAULT_MAX_TOKENS;
+  // vLLM refuses a request whose prompt plus output cannot fit the context window.
+  const longest = Math.max(...prompts.map((p) => p.length));
+  if (longest + maxTokens > MAX_CONTEXT) bad("max_tokens", `prompt (${longest}) + max_tokens (${maxTokens}) exceeds max_model_len ${MAX_CONTEXT}`);
   const n = optInt(body, "n", 1) ?? 1;
   if (n > MAX_N) bad("n", `must be at most ${MAX_N}`);
   const stream = optBool(body, "stream") ?? false;

@@ -10,6 +10,8 @@ import {
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { gatewayContextKey, type GatewayContext } from "../../context.js";
 import { engineService } from "./service.js";
+import { checkProtoBody } from "./body-check.js";
+import { reject } from "../../middleware/rejection.js";
 
 export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
 
@@ -24,9 +26,11 @@ function handlersFor(maxBytes: number) {
   return handlers.byPath;
 }
 
-export async function handleEngineRpc(request: Request, gw: GatewayContext): Promise<Response> {
-  const handler = handlersFor(gw.config.limits.max_body_bytes).get(new URL(request.url).pathname);
-  if (!handler) return new Response("unknown VllmEngine method", { status: 404 });
+export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise<Response> {
+  const handler = handlersFor(gw.config.limits.max_body_bytes).get(new URL(raw.url).pathname);
+  if (!handler) return reject(raw, 404, "unknown_method", `${new URL(raw.url).pathname}: no such VllmEngine method`);
+  const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
+  if (request instanceof Response) return request;
   const contextValues = createContextValues().set(gatewayContextKey, gw);
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
   return universalServerResponseToFetch(await handler(uReq));

@@ -28,7 +28,7 @@ beforeEach(() => resetAll(c));
 
 const handoff = async (id: string) => (await generate(prefill, prefillInit(id, PROMPT))).completes[0]!.kvTransferParamsJson!;
 const longInit = (id: string, kvJson?: string) => ({
-  requestId: id, input: { case: "text" as const, value: PROMPT }, samplingParams: { maxTokens: 100_000, ignoreEos: true }, stream: true, kvTransferParamsJson: kvJson,
+  requestId: id, input: { case: "text" as const, value: PROMPT }, samplingParams: { maxTokens: 30_000, ignoreEos: true }, stream: true, kvTransferParamsJson: kvJson,
 });
 
 describe("Abort RPC", () => {

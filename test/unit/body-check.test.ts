@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { checkProtoBody, unframe } from "../../src/api/engine/body-check.js";
+
+const frame = (flags: number, payload: number[]) => [flags, 0, 0, 0, payload.length, ...payload];
+
+describe("unframe", () => {
+  it.each([
+    [[...frame(0, [1, 2])], 1],
+    [[...frame(0, [1]), ...frame(0x80, [9])], 1],
+    [[...frame(1, [7])], 1],
+  ])("%j -> %d message(s)", (bytes, n) => {
+    const out = unframe(new Uint8Array(bytes));
+    expect(typeof out).not.toBe("string");
+    expect((out as unknown[]).length).toBe(n);
+  });
+  it.each([
+    [[0, 0, 0]],
+    [[0, 0, 0, 0, 9, 1]],
+    [[...frame(0x80, [1])]],
+  ])("%j is broken framing", (bytes) => {
+    expect(typeof unframe(new Uint8Array(bytes))).toBe("string");
+  });
+});
+
+describe("checkProtoBody", () => {
+  const req = (ct: string, body: number[]) =>
+    new Request("http://g/vllm.grpc.engine.VllmEngine/Generate", { method: "POST", headers: { "content-type": ct }, body: new Uint8Array(body) });
+  it("passes a valid GenerateRequest on, body intact", async () => {
+    const msg = [0x0a, 0x01, 0x61]; // request_id = "a"
+    const out = await checkProtoBody(req("application/connect+proto", frame(0, msg)), 1024);
+    expect(out).toBeInstanceOf(Request);
+    expect([...new Uint8Array(await (out as Request).arrayBuffer())]).toEqual(frame(0, msg));
+  });
+  it("answers 400 naming the body for an unparsable message", async () => {
+    const out = (await checkProtoBody(req("application/proto", [0x00]), 1024)) as Response;
+    expect(out.status).toBe(400);
+    expect(((await out.json()) as { message: string }).message).toMatch(/^body: not a valid vllm\.grpc\.engine\.GenerateRequest/);
+  });
+  it("answers 413 past the limit, and leaves JSON to Connect", async () => {
+    expect(((await checkProtoBody(req("application/proto", Array(2000).fill(0)), 100)) as Response).status).toBe(413);
+    const json = req("application/json", [0x7b, 0x7d]);
+    expect(await checkProtoBody(json, 10)).toBe(json);
+  });
+});
