@@ -64,9 +64,13 @@ export const gatewayConfigSchema = z
         deferred_abort_max_ms: z.number().int().min(0).max(29_000).default(25_000),
         /** How long discovered engine metadata (GetServerInfo) is cached per isolate (ms). */
         engine_info_ttl_ms: z.number().int().min(0).default(60_000),
+        /** The prefill leg must finish within this (ms), else 504 prefill_timeout (retryable). */
+        prefill_timeout_ms: z.number().int().min(1).default(60_000),
+        /** Decode (or a regular engine) must send its first frame within this (ms), else 504. */
+        first_frame_timeout_ms: z.number().int().min(1).default(60_000),
       })
       .strict()
-      .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000 }),
+      .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000, prefill_timeout_ms: 60_000, first_frame_timeout_ms: 60_000 }),
     /** Active health checks (upstream defaults). */
     health: z
       .object({

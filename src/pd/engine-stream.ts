@@ -1,11 +1,11 @@
 // One engine's Generate stream as the gateway relays it: dispatch, first frame, load charge,
 // and the abort rules on client disconnect (ARCHITECTURE decision 5).
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse } from "../gen/vllm_engine_pb.js";
 import type { VllmEngineClient } from "../backends/vllm-engine.js";
 import type { EventSink, Leg } from "../metrics/events.js";
 import { chargeLoad } from "../routing/load.js";
-import { clientCancelledError, legError } from "./errors.js";
+import { GatewayError, clientCancelledError, legError } from "./errors.js";
 import { delay, sendAbort } from "./engine-abort.js";
 
 export interface EngineStreamInput {
@@ -19,8 +19,10 @@ export interface EngineStreamInput {
   /** The engine holds a KV handoff: defer an Abort before its first frame (up to the cap). */
   handedOff: boolean;
   deferredAbortMaxMs: number;
-  /** Error code and message prefix for a failure before the first frame. */
-  startError: { code: string; prefix: string };
+  /** The first frame must arrive within this (ms); then the leg is aborted with a 504. */
+  firstFrameTimeoutMs: number;
+  /** Error codes and message prefix for a failure before the first frame. */
+  startError: { code: string; prefix: string; timeoutCode: string };
 }
 
 /** Dispatches a Generate leg and waits for its first frame (which proves any KV handoff
@@ -57,15 +59,24 @@ export async function openEngineStream(input: EngineStreamInput): Promise<AsyncI
     input.clientSignal.removeEventListener("abort", onClientAbort);
   };
 
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abortNow();
+  }, input.firstFrameTimeoutMs);
   let head: IteratorResult<GenerateResponse>;
   try {
     head = await first;
   } catch (err) {
     finish();
     if (input.clientSignal.aborted) throw clientCancelledError();
-    const e = legError(err, input.startError.code, input.startError.prefix);
+    const e = timedOut
+      ? new GatewayError(input.startError.timeoutCode, 504, `${input.startError.prefix}: no first frame within ${input.firstFrameTimeoutMs} ms`, Code.DeadlineExceeded)
+      : legError(err, input.startError.code, input.startError.prefix);
     events.emit({ type: "engine_outcome", model, engine: decode.name, leg, status: e.status });
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
   if (input.clientSignal.aborted) {
     finish();

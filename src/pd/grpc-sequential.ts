@@ -33,6 +33,9 @@ export interface GrpcPdInput {
   waitUntil(promise: Promise<unknown>): void;
   events: EventSink;
   deferredAbortMaxMs: number;
+  /** Per-leg timeouts (ms): the prefill drain, and decode's first frame. */
+  prefillTimeoutMs: number;
+  firstFrameTimeoutMs: number;
   mintTransferId(): string;
   override?: PdOverride;
   /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
@@ -103,7 +106,8 @@ export async function runGrpcSequentialPd(input: GrpcPdInput): Promise<GrpcPdRes
     waitUntil: input.waitUntil,
     handedOff,
     deferredAbortMaxMs: input.deferredAbortMaxMs,
-    startError: { code: "decode_worker_failed_to_start", prefix: "Decode worker failed to start" },
+    firstFrameTimeoutMs: input.firstFrameTimeoutMs,
+    startError: { code: "decode_worker_failed_to_start", prefix: "Decode worker failed to start", timeoutCode: "decode_timeout" },
   });
   events.emit({
     type: "pd_decision",
@@ -135,6 +139,12 @@ async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<str
   let frames = 0;
   let harvested: string | undefined;
   const releaseLoad = chargeLoad(prefill.name);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+    input.waitUntil(sendAbort(prefill.client, p.requestId, prefill.name));
+  }, input.prefillTimeoutMs);
   try {
     for await (const frame of prefill.client.generate(p, { signal: controller.signal })) {
       frames++;
@@ -143,12 +153,15 @@ async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<str
     }
   } catch (err) {
     if (input.clientSignal.aborted) throw clientCancelled();
-    const e = frames === 0
+    const e = timedOut
+      ? new GatewayError("prefill_timeout", 504, `Prefill worker did not finish within ${input.prefillTimeoutMs} ms`, Code.DeadlineExceeded)
+      : frames === 0
       ? legError(err, "prefill_worker_failed_to_start", "Prefill worker failed to start")
       : legError(err, "prefill_stream_error", "Prefill stream error");
     events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: e.status });
     throw e;
   } finally {
+    clearTimeout(timer);
     releaseLoad();
     input.clientSignal.removeEventListener("abort", onClientAbort);
   }

@@ -105,3 +105,35 @@ it("client-supplied KV params are dropped before any engine sees them", async ()
   expect(body.kv_transfer_params_json).toBeUndefined();
   expect(body.kv_transfer_params).toBeUndefined();
 });
+
+it("a hanging prefill times out: 504 prefill_timeout, prefill aborted, decode never sent", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("prefill", { hang: true });
+  const gw = testGateway({ ...pairConfig(cluster), pd: { prefill_timeout_ms: 200, engine_info_ttl_ms: 0 }, retry: { disabled: true } });
+  const out = await generate(gw, { requestId: "hang-p", input: { case: "text", value: PROMPT } });
+  expect(out.error?.code).toBe(Code.DeadlineExceeded);
+  expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_timeout");
+  await gw.settle();
+  expect((await cluster.stats("prefill")).abortedRequestIds).toEqual(["hang-p"]);
+  expect((await cluster.stats("decode")).generateRequests).toBe(0);
+  expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "prefill", status: 504 }]);
+});
+
+it("a decode that never sends a frame times out: 504 decode_timeout, decode aborted, no pinned blocks", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("decode", { hang: true });
+  const gw = testGateway({ ...pairConfig(cluster), pd: { first_frame_timeout_ms: 200, engine_info_ttl_ms: 0 }, retry: { disabled: true } });
+  const out = await generate(gw, { requestId: "hang-d", input: { case: "text", value: PROMPT } });
+  expect(out.error?.metadata.get("x-gateway-error-code")).toBe("decode_timeout");
+  await gw.settle();
+  expect((await cluster.stats("decode")).abortedRequestIds).toEqual(["hang-d"]);
+  await eventually(() => expectNoPinnedBlocks(cluster!));
+});
+
+it("an unreachable prefill engine: 503 prefill_worker_failed_to_start", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  const gw = testGateway({ ...pairConfig(cluster, { prefill: { url: "http://127.0.0.1:9", kv_connector: "NixlConnector" } }), retry: { disabled: true } });
+  const out = await generate(gw, { requestId: "down", input: { case: "text", value: PROMPT } });
+  expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_worker_failed_to_start");
+  expect((await cluster.stats("decode")).generateRequests).toBe(0);
+});

@@ -109,6 +109,8 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
           waitUntil: gw.waitUntil,
           events: gw.events,
           deferredAbortMaxMs: gw.config.pd.deferred_abort_max_ms,
+          prefillTimeoutMs: gw.config.pd.prefill_timeout_ms,
+          firstFrameTimeoutMs: gw.config.pd.first_frame_timeout_ms,
           mintTransferId: () => `xfer-${uuidv7()}`,
           override,
           onDecision: (skipped) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(skipped)),
@@ -162,7 +164,8 @@ function openAggregated(gw: GatewayContext, model: string, engine: EngineConfig,
     waitUntil: gw.waitUntil,
     handedOff: false,
     deferredAbortMaxMs: 0,
-    startError: { code: "engine_failed_to_start", prefix: "Engine failed to start" },
+    firstFrameTimeoutMs: gw.config.pd.first_frame_timeout_ms,
+    startError: { code: "engine_failed_to_start", prefix: "Engine failed to start", timeoutCode: "engine_timeout" },
   }).then((stream) => ({ stream }));
 }
 
