@@ -1,17 +1,27 @@
-// Builds the Hono app: the per-request gateway context first, then the surfaces.
+// Builds the Hono app: the per-request gateway context first, then CORS, limits, data-plane
+// auth and rate limiting, then the surfaces. All middleware is composed here.
 import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
+import { mountDevMetrics } from "./metrics/dev-route.js";
+import { breakerRecordingSink } from "./routing/outcomes.js";
 import { ENGINE_SERVICE_PATH, handleEngineRpc } from "./api/engine/router.js";
+import { openaiRoutes } from "./api/openai/routes.js";
+import { adminRoutes } from "./api/admin/routes.js";
+import { corsFromConfig } from "./middleware/cors.js";
+import { requestLimits } from "./middleware/limits.js";
+import { dataPlaneAuth } from "./middleware/auth.js";
+import { rateLimit } from "./middleware/rate-limit.js";
 
-type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext } };
+type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
 
 export function createApp() {
   const app = new Hono<AppEnv>();
 
   app.get("/health", (c) => c.json({ status: "ok" }));
+  mountDevMetrics(app); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
 
   app.use("*", async (c, next) => {
     let config;
@@ -27,14 +37,22 @@ export function createApp() {
     const exec = c.executionCtx;
     c.set("gateway", {
       config,
-      events: createEventSink(c.env.METRICS),
+      events: breakerRecordingSink(createEventSink(c.env.METRICS), config.breaker),
       waitUntil: (p) => exec.waitUntil(p),
       clientSignal: c.req.raw.signal,
     });
     await next();
   });
+  app.use("*", corsFromConfig());
+  app.use("*", requestLimits());
+  for (const dataPlane of ["/v1/*", `${ENGINE_SERVICE_PATH}*`]) {
+    app.use(dataPlane, dataPlaneAuth());
+    app.use(dataPlane, rateLimit());
+  }
 
   app.post(`${ENGINE_SERVICE_PATH}*`, (c) => handleEngineRpc(c.req.raw, c.get("gateway")));
+  app.route("/v1", openaiRoutes());
+  app.route("/admin", adminRoutes());
 
   app.notFound((c) =>
     c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404),

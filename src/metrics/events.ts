@@ -2,6 +2,8 @@
 // buffer or hand off, so metrics can neither block nor break a request.
 import type { ConnectorModeName } from "../pd/connector.js";
 import type { KvInjection } from "../pd/grpc-requests.js";
+import type { BreakerState } from "../routing/breaker.js";
+import type { PolicyName } from "../config/schema.js";
 
 export type Surface = "engine" | "openai";
 export type Leg = "prefill" | "decode" | "regular";
@@ -67,12 +69,34 @@ export interface StreamCompleteEvent {
   outputTokens: number;
 }
 
+/** A circuit breaker changed state (pd-reference 7.4). `model` is the model whose request
+ *  reported the outcome that moved it (engines are configured per model pool). */
+export interface BreakerTransitionEvent {
+  type: "breaker_transition";
+  model: string;
+  engine: string;
+  from: BreakerState;
+  to: BreakerState;
+}
+
+/** A selection policy picked an engine for one leg of a request. */
+export interface EngineSelectionEvent {
+  type: "engine_selection";
+  model: string;
+  engine: string;
+  leg: Leg;
+  /** The pool's policy (config `policy.<role>`). */
+  policy: PolicyName;
+}
+
 export type GatewayEvent =
   | PdDecisionEvent
   | EngineOutcomeEvent
   | KvTransferFailureEvent
   | RequestEvent
-  | StreamCompleteEvent;
+  | StreamCompleteEvent
+  | BreakerTransitionEvent
+  | EngineSelectionEvent;
 
 export interface EventSink {
   emit(event: GatewayEvent): void;

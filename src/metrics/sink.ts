@@ -1,27 +1,76 @@
 // Where events go: the METRICS Analytics Engine binding when bound, else one JSON log line
-// each. writeDataPoint is fire-and-forget; a throwing binding is caught and counted so
-// metrics never break a request.
+// each (with DEV_METRICS on, the binding it gets also tees into the dev ring: dev-route.ts).
+// One sink per request context, so it can hold the per-invocation point budget. Emitting is
+// synchronous and never throws or awaits: writeDataPoint is fire-and-forget, and a throwing
+// binding (or a bug in an encoder) is caught and counted so metrics cannot break or slow a
+// request.
 import type { EventSink, GatewayEvent } from "./events.js";
+import { MAX_POINTS_PER_INVOCATION } from "./limits.js";
 import { encodeEvent } from "./schema.js";
 
-let writeFailures = 0;
-
-export function metricsWriteFailures(): number {
-  return writeFailures;
+export interface MetricsCounters {
+  /** writeDataPoint (or encoding) threw. */
+  writeFailures: number;
+  /** Points not written because their request had used its per-invocation budget. */
+  droppedOverLimit: number;
 }
 
-export function createEventSink(dataset: AnalyticsEngineDataset | undefined): EventSink {
-  if (!dataset) return { emit: (event: GatewayEvent) => console.log(JSON.stringify({ metric: event })) };
+// Per isolate: these counters outlive the request that incremented them.
+const counters: MetricsCounters = { writeFailures: 0, droppedOverLimit: 0 };
+
+export function metricsCounters(): MetricsCounters {
+  return { ...counters };
+}
+
+export function metricsWriteFailures(): number {
+  return counters.writeFailures;
+}
+
+export interface SinkOptions {
+  /** Points this sink may write; Analytics Engine accepts 250 per invocation. */
+  maxPoints?: number;
+}
+
+export function createEventSink(dataset: AnalyticsEngineDataset | undefined, opts: SinkOptions = {}): EventSink {
+  const maxPoints = opts.maxPoints ?? MAX_POINTS_PER_INVOCATION;
+  let written = 0;
+  let dropped = 0;
   return {
     emit(event: GatewayEvent) {
-      try {
-        dataset.writeDataPoint(encodeEvent(event));
-      } catch (err) {
-        writeFailures++;
-        if (writeFailures === 1 || writeFailures % 1000 === 0) {
-          console.warn(JSON.stringify({ msg: "metrics write failed", failures: writeFailures, error: String(err) }));
+      if (written >= maxPoints) {
+        dropped++;
+        counters.droppedOverLimit++;
+        // Once per request: the first drop says why; the total is on the dev endpoint.
+        if (dropped === 1) {
+          console.warn(JSON.stringify({ msg: "metrics point budget used up for this request; dropping further points", limit: maxPoints, event: event.type }));
         }
+        return;
+      }
+      written++;
+      let point: AnalyticsEngineDataPoint;
+      try {
+        point = encodeEvent(event);
+      } catch (err) {
+        failed(err, event);
+        return;
+      }
+      if (!dataset) {
+        console.log(JSON.stringify({ metric: event }));
+        return;
+      }
+      try {
+        dataset.writeDataPoint(point);
+      } catch (err) {
+        failed(err, event);
       }
     },
   };
+}
+
+function failed(err: unknown, event: GatewayEvent): void {
+  counters.writeFailures++;
+  // The first failure and then every 1000th: a broken binding must not flood the log.
+  if (counters.writeFailures === 1 || counters.writeFailures % 1000 === 0) {
+    console.warn(JSON.stringify({ msg: "metrics write failed", failures: counters.writeFailures, event: event.type, error: String(err) }));
+  }
 }

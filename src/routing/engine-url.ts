@@ -74,7 +74,20 @@ export function checkEngineUrl(raw: string, allowedHosts: readonly string[]): Ur
     const why = allowedHosts.length === 0 ? "registry.allowed_hosts is empty, so no engine may be registered" : "it is not in registry.allowed_hosts";
     return { ok: false, code: "engine_url_not_allowed", status: 403, message: `url: host "${url.host}" is not allowed: ${why}` };
   }
-  return { ok: true, url: `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}` };
+  return { ok: true, url: normalized(url) };
+}
+
+function normalized(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/** The normalized form of any URL (for comparing config URLs with registered ones). */
+export function normalizeEngineUrl(raw: string): string {
+  try {
+    return normalized(new URL(raw));
+  } catch {
+    return raw;
+  }
 }
 
 /** The health endpoint of an openai-http engine. vLLM serves /health at the server root, so

@@ -78,7 +78,10 @@ export class EngineRegistry extends DurableObject<Env> {
     return e ? this.stateOf(e) : undefined;
   }
 
-  add(input: NewRegistryEngine): RegistryWriteResult {
+  /** `config` (the caller's) lets a first registration start the health-check alarm even
+   *  before any isolate has asked for a snapshot. */
+  async add(input: NewRegistryEngine, config?: RegistryConfig): Promise<RegistryWriteResult> {
+    if (config) this.adoptPlan(config);
     if (this.engines.has(input.id) || this.plan?.configEngines.some((t) => t.name === input.id)) {
       return { ok: false, code: "engine_exists", message: `an engine named "${input.id}" already exists` };
     }
@@ -89,12 +92,14 @@ export class EngineRegistry extends DurableObject<Env> {
     this.engines.set(engine.id, engine);
     this.store.putEngine(engine);
     this.bump();
+    await this.ensureAlarm();
     return { ok: true, engine };
   }
 
   /** Full replace (the admin API re-ran discovery). A new URL or transport is a different
    *  engine as far as health and breakers go, so its shared state starts over. */
-  update(id: string, input: NewRegistryEngine & { status?: RegistryStatus }): RegistryWriteResult {
+  async update(id: string, input: NewRegistryEngine & { status?: RegistryStatus }, config?: RegistryConfig): Promise<RegistryWriteResult> {
+    if (config) this.adoptPlan(config);
     const old = this.engines.get(id);
     if (!old) return { ok: false, code: "engine_not_found", message: `no registry engine "${id}"` };
     const dup = this.samePool(input, id);
@@ -110,6 +115,7 @@ export class EngineRegistry extends DurableObject<Env> {
     this.engines.set(id, engine);
     this.store.putEngine(engine);
     this.bump();
+    await this.ensureAlarm();
     return { ok: true, engine };
   }
 

@@ -27,7 +27,9 @@ export type Selection =
   | { kind: "none"; model: string };
 
 export function selectEngines(config: LoadedConfig, model: string, transports: ReadonlySet<string>, opts: SelectOptions = {}): Selection {
-  const pools: LoadedModel | undefined = (opts.models ?? config.models)[model];
+  const models = opts.models ?? config.models;
+  // hasOwn: a client-chosen name like "constructor" must not reach Object.prototype.
+  const pools: LoadedModel | undefined = Object.hasOwn(models, model) ? models[model] : undefined;
   if (!pools) return { kind: "none", model };
   const byTransport = (pool: EngineConfig[]) => pool.filter((e) => transports.has(e.transport));
   const prefillPool = byTransport(pools.prefill);

@@ -90,6 +90,10 @@ it("client mistakes get InvalidArgument naming the field", async () => {
   expect(noInput.error?.rawMessage).toMatch(/^input:/);
   const tooMany = await generate(gw, { requestId: "x", input: { case: "text", value: "a" }, samplingParams: { n: 1000 } });
   expect(tooMany.error?.rawMessage).toMatch(/^sampling_params\.n:/);
+  for (const name of ["constructor", "__proto__", "toString"]) {
+    const proto = await generate(gw, { requestId: "x", input: { case: "text", value: "a" } }, { headers: { "x-model": name } });
+    expect(proto.error?.code).toBe(Code.NotFound);
+  }
   const unknownModel = await generate(gw, { requestId: "x", input: { case: "text", value: "a" } }, { headers: { "x-model": "nope" } });
   expect(unknownModel.error?.code).toBe(Code.NotFound);
   expect(unknownModel.error?.metadata.get("x-gateway-error-code")).toBe("model_not_found");

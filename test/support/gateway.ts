@@ -32,10 +32,12 @@ export interface TestGateway {
 
 /** A gateway as a fresh isolate would see it: per-isolate breaker state starts empty
  *  (tests reuse engine names across clusters). */
-export function testGateway(config: unknown): TestGateway {
+export function testGateway(config: unknown, extraEnv: Record<string, unknown> = {}): TestGateway {
   resetLocalBreakers();
   const metrics = new RecordingDataset();
-  const env = { GATEWAY_CONFIG: JSON.stringify(config), METRICS: metrics };
+  // Tests talk to an open data plane unless they configure auth themselves.
+  const withAuth = { auth: { data_plane: "open" }, ...(config as Record<string, unknown>) };
+  const env = { ...extraEnv, GATEWAY_CONFIG: JSON.stringify(withAuth), METRICS: metrics };
   const pending: Promise<void>[] = [];
   const doFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
     const ctx = createExecutionContext();

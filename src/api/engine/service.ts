@@ -187,7 +187,7 @@ function allEngines(gw: GatewayContext, ctx: HandlerContext) {
   const models = named ? [named] : Object.keys(gw.config.models);
   const out: { name: string; client: ReturnType<typeof vllmEngineClient> }[] = [];
   for (const m of models) {
-    const pools = gw.config.models[m];
+    const pools = Object.hasOwn(gw.config.models, m) ? gw.config.models[m] : undefined;
     if (!pools) continue;
     for (const e of [...pools.prefill, ...pools.decode, ...pools.regular]) {
       if (ENGINE_TRANSPORTS.has(e.transport)) out.push({ name: e.name, client: vllmEngineClient(e) });
@@ -199,7 +199,7 @@ function allEngines(gw: GatewayContext, ctx: HandlerContext) {
 /** The engine that answers info RPCs for a model: a decode engine, or a regular one. */
 function infoEngine(gw: GatewayContext, ctx: HandlerContext): EngineConfig {
   const model = modelOf(gw, ctx);
-  const pools = gw.config.models[model];
+  const pools = Object.hasOwn(gw.config.models, model) ? gw.config.models[model] : undefined;
   const engine = [...(pools?.decode ?? []), ...(pools?.regular ?? [])].find((e) => ENGINE_TRANSPORTS.has(e.transport));
   if (!engine) throw toConnectError(new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model"));
   return engine;

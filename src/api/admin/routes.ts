@@ -1,0 +1,141 @@
+// The engine registry admin API, mounted under /admin by app.ts (which has already loaded the
+// config). Off unless the ADMIN_TOKEN secret is set: without it every /admin path answers the
+// gateway's plain 404, so an unconfigured deployment is closed, never open. Reference:
+// docs/admin.md.
+import { Hono, type Context, type MiddlewareHandler } from "hono";
+import type { Env } from "../../env.js";
+import type { GatewayContext } from "../../context.js";
+import { GatewayError } from "../../pd/errors.js";
+import { registryStub, type RegistryStub } from "../../routing/registry-client.js";
+import type { RegistryConfig, RegistryWriteResult } from "../../routing/registry-types.js";
+import type { LoadedConfig } from "../../config/load.js";
+import { errorResponse, toGatewayError } from "../openai/errors.js";
+import { readBodyText } from "../openai/request.js";
+import { bearerToken, tokenMatches } from "./auth.js";
+import { ENGINE_ID_PATTERN, parseBody, registerBodySchema, updateBodySchema } from "./bodies.js";
+import { newEngineId, prepareEngine } from "./register.js";
+import { engineView } from "./view.js";
+
+type AdminEnv = { Bindings: Env; Variables: { gateway: GatewayContext; registry: RegistryStub } };
+type AdminContext = Context<AdminEnv>;
+
+/** Admin bodies are a few hundred bytes; anything near this is not an engine. */
+const MAX_BODY_BYTES = 64 * 1024;
+
+const gate: MiddlewareHandler<AdminEnv> = async (c, next) => {
+  const expected = c.env.ADMIN_TOKEN;
+  if (!expected) {
+    return c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404);
+  }
+  const given = bearerToken(c.req.header("authorization"));
+  if (given === undefined || !(await tokenMatches(given, expected))) {
+    const challenge = given === undefined ? 'Bearer realm="vllm-edge-gateway admin"' : 'Bearer realm="vllm-edge-gateway admin", error="invalid_token"';
+    const message = given === undefined ? "the admin API needs Authorization: Bearer <ADMIN_TOKEN>" : "the admin token is not valid";
+    return errorResponse(new GatewayError("admin_unauthorized", 401, message), new Headers({ "www-authenticate": challenge }));
+  }
+  if (!c.env.REGISTRY) {
+    return errorResponse(new GatewayError("registry_not_configured", 503, "this deployment has no REGISTRY Durable Object binding"));
+  }
+  c.set("registry", registryStub(c.env.REGISTRY));
+  await next();
+};
+
+/** Every failure leaves as the JSON error shape; nothing here answers a bare 500. */
+function handle(fn: (c: AdminContext) => Promise<Response>) {
+  return async (c: AdminContext) => {
+    try {
+      return await fn(c);
+    } catch (err) {
+      return errorResponse(toGatewayError(err));
+    }
+  };
+}
+
+function engineId(c: AdminContext): string {
+  const id = c.req.param("id") ?? "";
+  if (!ENGINE_ID_PATTERN.test(id)) throw notFound(id);
+  return id;
+}
+
+const notFound = (id: string) => new GatewayError("engine_not_found", 404, `no registry engine "${id}"`);
+
+/** Only what the object needs: the whole config would cross the RPC boundary for nothing. */
+const registryConfigOf = (c: LoadedConfig): RegistryConfig => ({ models: c.models, health: c.health, breaker: c.breaker });
+
+function written(r: RegistryWriteResult) {
+  if (r.ok) return r.engine;
+  throw new GatewayError(r.code, r.code === "engine_not_found" ? 404 : 409, r.message);
+}
+
+async function viewOf(c: AdminContext, id: string) {
+  const s = await c.get("registry").get(id);
+  if (!s) throw notFound(id);
+  return engineView(s, c.get("gateway").config.breaker);
+}
+
+export function adminRoutes() {
+  const r = new Hono<AdminEnv>();
+  r.use("*", gate);
+
+  r.get(
+    "/engines",
+    handle(async (c) => {
+      const model = c.req.query("model");
+      const list = await c.get("registry").list(model === undefined || model === "" ? undefined : model);
+      const breaker = c.get("gateway").config.breaker;
+      return c.json({ engines: list.map((s) => engineView(s, breaker)) });
+    }),
+  );
+
+  r.get("/engines/:id", handle(async (c) => c.json(await viewOf(c, engineId(c)))));
+
+  r.post(
+    "/engines",
+    handle(async (c) => {
+      const body = parseBody(registerBodySchema, await readBodyText(c.req.raw, MAX_BODY_BYTES));
+      const stub = c.get("registry");
+      const id = body.name ?? newEngineId();
+      const config = c.get("gateway").config;
+      const engine = written(await stub.add(await prepareEngine(body, config, stub, id, false), registryConfigOf(config)));
+      const location = `/admin/engines/${encodeURIComponent(engine.id)}`;
+      return c.json(await viewOf(c, engine.id), 201, { location });
+    }),
+  );
+
+  r.put(
+    "/engines/:id",
+    handle(async (c) => {
+      const id = engineId(c);
+      const body = parseBody(updateBodySchema, await readBodyText(c.req.raw, MAX_BODY_BYTES));
+      if (body.name !== undefined && body.name !== id) {
+        throw new GatewayError("invalid_request", 400, `name: "${body.name}" does not match the engine id "${id}" in the path`, undefined, "name");
+      }
+      const stub = c.get("registry");
+      if (!(await stub.get(id))) throw notFound(id);
+      const config = c.get("gateway").config;
+      const prepared = await prepareEngine(body, config, stub, id, true);
+      written(await stub.update(id, body.status === undefined ? prepared : { ...prepared, status: body.status }, registryConfigOf(config)));
+      return c.json(await viewOf(c, id));
+    }),
+  );
+
+  r.post(
+    "/engines/:id/drain",
+    handle(async (c) => {
+      const id = engineId(c);
+      written(await c.get("registry").drain(id));
+      return c.json(await viewOf(c, id));
+    }),
+  );
+
+  r.delete(
+    "/engines/:id",
+    handle(async (c) => {
+      const id = engineId(c);
+      if (!(await c.get("registry").remove(id))) throw notFound(id);
+      return c.body(null, 204);
+    }),
+  );
+
+  return r;
+}

@@ -1,0 +1,39 @@
+// The OpenAI error shape {"error":{"message","type","param","code"}} with the stable gateway
+// code in `code` and in the `x-gateway-error-code` header, as JSON or as one SSE event.
+import { GatewayError } from "../../pd/errors.js";
+import { openAiErrorType } from "../../pd/http-errors.js";
+
+export const ERROR_CODE_HEADER = "x-gateway-error-code";
+
+export function openAiErrorBody(err: GatewayError) {
+  return { error: { message: err.message, type: openAiErrorType(err.status), param: err.param ?? null, code: err.code } };
+}
+
+export function errorResponse(err: GatewayError, headers: Headers = new Headers()): Response {
+  const h = new Headers(headers);
+  h.set("content-type", "application/json");
+  h.set(ERROR_CODE_HEADER, err.code);
+  return new Response(JSON.stringify(openAiErrorBody(err)), { status: err.status, headers: h });
+}
+
+export function sseErrorEvent(err: GatewayError): string {
+  return `data: ${JSON.stringify(openAiErrorBody(err))}\n\n`;
+}
+
+/** A streaming request whose engine answered with an error status: one SSE error event with
+ *  that status (pd-reference 6), so a client reading events sees the error as an event. */
+export function sseErrorResponse(err: GatewayError, headers: Headers = new Headers()): Response {
+  const h = new Headers(headers);
+  h.set("content-type", "text/event-stream");
+  h.set("cache-control", "no-cache");
+  h.set(ERROR_CODE_HEADER, err.code);
+  return new Response(sseErrorEvent(err), { status: err.status, headers: h });
+}
+
+/** Anything that is not a GatewayError is a gateway bug: logged, answered as a 500 with no
+ *  internals in the message. */
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  console.error(JSON.stringify({ msg: "unexpected error on the OpenAI surface", error: String(err), stack: (err as Error)?.stack }));
+  return new GatewayError("internal_error", 500, "internal gateway error");
+}

@@ -1,0 +1,102 @@
+// Reads and checks an OpenAI request: the size limit (declared content-length and the bytes
+// actually read), UTF-8, JSON, then the schema. Every failure is a 4xx GatewayError that
+// names the field in `param`; the JSON text itself is kept for forwarding.
+import type { z } from "zod";
+import { GatewayError } from "../../pd/errors.js";
+import type { OpenAiRoute } from "../../pd/http-bodies.js";
+import { requestSchema } from "./schemas.js";
+
+export interface OpenAiRequest {
+  route: OpenAiRoute;
+  /** The body as the client sent it (UTF-8 text). */
+  text: string;
+  /** JSON.parse(text): every field the client sent, unknown ones included. */
+  body: Record<string, unknown>;
+  model: string;
+  stream: boolean;
+}
+
+const invalid = (message: string, param: string | null, code = "invalid_request") =>
+  new GatewayError(code, 400, message, undefined, param ?? undefined);
+
+function tooLarge(limit: number): GatewayError {
+  // Same code as the declared-length check in middleware/limits.ts, which runs first.
+  return new GatewayError("body_too_large", 413, `body: larger than the limit of ${limit} bytes`);
+}
+
+/** The body as text, refusing more than `maxBytes` whether or not content-length says so. */
+export async function readBodyText(req: Request, maxBytes: number): Promise<string> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    let r: ReadableStreamReadResult<Uint8Array>;
+    try {
+      r = await reader.read();
+    } catch {
+      throw invalid("request body could not be read", null, "invalid_body");
+    }
+    if (r.done) break;
+    size += r.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(r.value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw invalid("request body is not valid UTF-8", null, "invalid_json");
+  }
+}
+
+/** Zod issue path -> the OpenAI `param` form: messages[0].content, stream_options.include_usage. */
+export function paramOf(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const p of path) {
+    if (typeof p === "number") out += `[${p}]`;
+    else out += out === "" ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}
+
+const issueMessages: z.core.$ZodErrorMap = (iss) =>
+  iss.code === "invalid_type" && iss.input === undefined ? "is required" : undefined;
+
+/** Parses and checks a request body text. Pure. */
+export function parseOpenAiRequest(route: OpenAiRoute, text: string, maxN: number): OpenAiRequest {
+  if (text.trim() === "") throw invalid("request body is empty; expected a JSON object", null, "invalid_json");
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw invalid(`request body is not valid JSON: ${(err as Error).message}`, null, "invalid_json");
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw invalid("request body must be a JSON object", null);
+  }
+  const checked = requestSchema(route, maxN).safeParse(json, { error: issueMessages });
+  if (!checked.success) {
+    const first = checked.error.issues[0]!;
+    const param = paramOf(first.path);
+    const more = checked.error.issues.length > 1 ? ` (and ${checked.error.issues.length - 1} more)` : "";
+    throw invalid(`${param || "(body)"}: ${first.message}${more}`, param || null);
+  }
+  const body = json as Record<string, unknown>;
+  const stream = body.stream === true;
+  // vLLM refuses this too, but only after the prefill leg would have run for nothing.
+  if (!stream && body.stream_options !== undefined && body.stream_options !== null) {
+    throw invalid("stream_options: only allowed when stream is true", "stream_options");
+  }
+  return { route, text, body, model: body.model as string, stream };
+}

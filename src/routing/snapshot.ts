@@ -1,0 +1,176 @@
+// The per-isolate view of the registry that the request hot path routes with (ARCHITECTURE
+// decision 8). routingSnapshot() is synchronous and never awaits the Durable Object: it returns
+// the last snapshot it has and, when that is older than registry.snapshot_ttl_ms, starts one
+// background refresh through waitUntil. Outcomes go the other way in batches, also through
+// waitUntil. Until the first refresh lands (or without a REGISTRY binding) the view is the
+// config alone, which is what a gateway without a registry would route with anyway.
+import type { LoadedConfig, LoadedModel } from "../config/load.js";
+import { modelSchema, type EngineConfig } from "../config/schema.js";
+import type { Env } from "../env.js";
+import { currentState, type BreakerSettings, type BreakerState } from "./breaker.js";
+import type { EngineHealth } from "./health-state.js";
+import { registryStub, type RegistryNamespace } from "./registry-client.js";
+import type { EngineOutcome, RegistryEngine, RegistrySnapshot } from "./registry-types.js";
+
+export interface RoutingSnapshot {
+  /** Config engines plus active registry engines, per model and role. */
+  models: Record<string, LoadedModel>;
+  /** Shared health of an engine (config or registry, by name); undefined = never probed, or
+   *  health checks disabled. */
+  health(name: string): EngineHealth | undefined;
+  /** Shared breaker state (open turns half-open once its timeout has passed); undefined = no
+   *  outcome recorded yet, or breakers disabled. */
+  breaker(name: string): BreakerState | undefined;
+  /** Registry version the view was built from; 0 = config only. */
+  version: number;
+}
+
+export type WaitUntil = (promise: Promise<unknown>) => void;
+
+/** A refresh still pending after this long is presumed lost with its request; the next call
+ *  may start another. */
+const REFRESH_STALE_MS = 10_000;
+/** How long outcomes gather in an isolate before one RPC carries them all. */
+export const OUTCOME_FLUSH_DELAY_MS = 250;
+/** Outcomes kept per isolate between flushes; the oldest go first beyond this. */
+const MAX_BUFFERED_OUTCOMES = 1_000;
+
+const DEFAULT_POLICY = modelSchema.parse({}).policy;
+
+interface IsolateState {
+  data: RegistrySnapshot | undefined;
+  /** When data was last confirmed current, or a refresh last failed (ms). */
+  fetchedAt: number;
+  refreshing: { startedAt: number } | undefined;
+  outcomes: EngineOutcome[];
+  flushScheduled: boolean;
+}
+
+let state: IsolateState = freshState();
+/** Built views, per config object (loadConfig caches one per text) and registry data. */
+let views = new WeakMap<LoadedConfig, { data: RegistrySnapshot | undefined; view: RoutingSnapshot }>();
+
+function freshState(): IsolateState {
+  return { data: undefined, fetchedAt: Number.NEGATIVE_INFINITY, refreshing: undefined, outcomes: [], flushScheduled: false };
+}
+
+export function routingSnapshot(env: Pick<Env, "REGISTRY">, config: LoadedConfig, waitUntil: WaitUntil, now: number = Date.now()): RoutingSnapshot {
+  const ns = env.REGISTRY;
+  if (ns) maybeRefresh(ns, config, waitUntil, now);
+  const data = ns ? state.data : undefined;
+  const cached = views.get(config);
+  if (cached && cached.data === data) return cached.view;
+  const view = buildView(config, data);
+  views.set(config, { data, view });
+  return view;
+}
+
+function maybeRefresh(ns: RegistryNamespace, config: LoadedConfig, waitUntil: WaitUntil, now: number): void {
+  if (now - state.fetchedAt < config.registry.snapshot_ttl_ms) return;
+  if (state.refreshing && now - state.refreshing.startedAt < REFRESH_STALE_MS) return;
+  const flight = { startedAt: now };
+  state.refreshing = flight;
+  const owner = state;
+  waitUntil(
+    refresh(ns, config, owner).finally(() => {
+      if (owner.refreshing === flight) owner.refreshing = undefined;
+    }),
+  );
+}
+
+async function refresh(ns: RegistryNamespace, config: LoadedConfig, owner: IsolateState): Promise<void> {
+  const since = owner.data ? { epoch: owner.data.epoch, version: owner.data.version } : undefined;
+  try {
+    const answer = await registryStub(ns).snapshot({ models: config.models, health: config.health, breaker: config.breaker }, since);
+    if (!answer.unchanged) owner.data = answer as RegistrySnapshot;
+  } catch (err) {
+    // Keep routing with what we have; try again after another TTL rather than on every request.
+    console.warn(JSON.stringify({ msg: "registry snapshot refresh failed", error: String(err) }));
+  }
+  owner.fetchedAt = Date.now();
+}
+
+/** Config engines merged with the active registry engines, plus the shared-state lookups. Pure. */
+export function buildView(config: Pick<LoadedConfig, "models" | "health" | "breaker">, data: RegistrySnapshot | undefined): RoutingSnapshot {
+  if (!data) {
+    return { models: config.models, health: () => undefined, breaker: () => undefined, version: 0 };
+  }
+  const models = mergeModels(config.models, data.engines);
+  const health = config.health.disabled ? () => undefined : (name: string) => data.health[name];
+  const breaker = config.breaker.disabled ? () => undefined : (name: string) => breakerStateOf(data, config.breaker, name);
+  return { models, health, breaker, version: data.version };
+}
+
+function breakerStateOf(data: RegistrySnapshot, settings: BreakerSettings, name: string): BreakerState | undefined {
+  const b = data.breakers[name];
+  // A copy: the lazy open -> half-open move must not rewrite the shared snapshot.
+  return b ? currentState({ ...b }, settings, Date.now()).state : undefined;
+}
+
+/** Adds active registry engines to their model's pool (creating the model with default
+ *  policies when the config does not have it). Draining engines are left out, so they take
+ *  no new requests. The config's own objects are never mutated. Pure. */
+export function mergeModels(models: Record<string, LoadedModel>, engines: readonly RegistryEngine[]): Record<string, LoadedModel> {
+  const active = engines.filter((e) => e.status === "active");
+  if (active.length === 0) return models;
+  const out: Record<string, LoadedModel> = {};
+  for (const [name, m] of Object.entries(models)) {
+    out[name] = { policy: m.policy, prefill: [...m.prefill], decode: [...m.decode], encode: [...m.encode], regular: [...m.regular] };
+  }
+  for (const e of active) {
+    const m = (out[e.model] ??= { policy: { ...DEFAULT_POLICY }, prefill: [], decode: [], encode: [], regular: [] });
+    if (m[e.role].some((c) => c.name === e.id)) continue;
+    m[e.role].push(toEngineConfig(e));
+  }
+  return out;
+}
+
+/** A registry engine as the selection and the executors see every engine. Discovered
+ *  metadata is not copied in: the request path discovers KV metadata itself (engine-info.ts),
+ *  exactly as for config engines, so a re-configured engine is picked up without a PUT. */
+export function toEngineConfig(e: RegistryEngine): EngineConfig {
+  const c: EngineConfig = { name: e.id, url: e.url, transport: e.transport, labels: { ...e.labels } };
+  if (e.kv_connector !== undefined) c.kv_connector = e.kv_connector;
+  if (e.kv_engine_id !== undefined) c.kv_engine_id = e.kv_engine_id;
+  if (e.dp_rank !== undefined) c.dp_rank = e.dp_rank;
+  if (e.dp_size !== undefined) c.dp_size = e.dp_size;
+  if (e.bootstrap_port !== undefined) c.bootstrap_port = e.bootstrap_port;
+  return c;
+}
+
+export interface OutcomeContext {
+  config: Pick<LoadedConfig, "breaker">;
+  waitUntil: WaitUntil;
+}
+
+/** Queues one engine outcome for the shared breakers. Never blocks and never throws: the
+ *  first outcome after a flush schedules the next flush (through this request's waitUntil),
+ *  which sends everything gathered by then in one RPC. */
+export function reportOutcome(env: Pick<Env, "REGISTRY">, outcome: EngineOutcome, ctx: OutcomeContext): void {
+  const ns = env.REGISTRY;
+  if (!ns || ctx.config.breaker.disabled) return;
+  state.outcomes.push({ engine: outcome.engine, status: outcome.status, at: outcome.at ?? Date.now() });
+  if (state.outcomes.length > MAX_BUFFERED_OUTCOMES) state.outcomes.splice(0, state.outcomes.length - MAX_BUFFERED_OUTCOMES);
+  if (state.flushScheduled) return;
+  state.flushScheduled = true;
+  ctx.waitUntil(flushOutcomes(ns, ctx.config.breaker, state));
+}
+
+async function flushOutcomes(ns: RegistryNamespace, settings: BreakerSettings, owner: IsolateState): Promise<void> {
+  await new Promise((r) => setTimeout(r, OUTCOME_FLUSH_DELAY_MS));
+  owner.flushScheduled = false;
+  const batch = owner.outcomes.splice(0);
+  if (batch.length === 0) return;
+  try {
+    await registryStub(ns).reportOutcomes(batch, settings);
+  } catch (err) {
+    // Lost outcomes only delay a breaker; the request they came from is long answered.
+    console.warn(JSON.stringify({ msg: "reporting engine outcomes failed", outcomes: batch.length, error: String(err) }));
+  }
+}
+
+/** Forgets the isolate's snapshot and queued outcomes (tests). */
+export function resetRoutingSnapshot(): void {
+  state = freshState();
+  views = new WeakMap();
+}

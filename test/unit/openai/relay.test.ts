@@ -1,0 +1,84 @@
+// The SSE relay against a scripted engine leg: bytes pass through as they complete, and every
+// way a stream can fail mid-way ends in one gateway error event.
+import { describe, expect, it } from "vitest";
+import type { EngineLeg } from "../../../src/backends/openai-http.js";
+import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
+
+type Step = string | Error;
+
+function scriptedLeg(steps: Step[]) {
+  const enc = new TextEncoder();
+  const state = { closed: false, gone: false };
+  const leg: EngineLeg = {
+    head: Promise.resolve(new Response(null)),
+    async read() {
+      const s = steps.shift();
+      if (s === undefined) return { done: true, value: undefined };
+      if (s instanceof Error) throw s;
+      return { done: false, value: enc.encode(s) };
+    },
+    clientGone: () => void (state.gone = true),
+    close: () => void (state.closed = true),
+  };
+  return { leg, state };
+}
+
+async function run(steps: Step[], signal = new AbortController().signal) {
+  const { leg, state } = scriptedLeg(steps);
+  let end: RelayEnd | undefined;
+  let t = 100;
+  const stream = sseRelay(leg, { leg: "decode", clientSignal: signal, now: () => (t += 10), onEnd: (e) => (end = e) });
+  const text = await new Response(stream).text();
+  return { text, end: end!, state };
+}
+
+const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+const USAGE = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 2 } })}\n\n`;
+
+describe("sseRelay", () => {
+  it("passes a normal stream through byte for byte, split anywhere", async () => {
+    const all = chunk("a") + chunk("b") + USAGE + "data: [DONE]\n\n";
+    const { text, end } = await run([all.slice(0, 7), all.slice(7, 50), all.slice(50)]);
+    expect(text).toBe(all);
+    expect(end).toMatchObject({ outcome: "completed", status: 200 });
+    expect(end.stats).toMatchObject({ firstEventAt: 110, outputPieces: 2, usage: { promptTokens: 4, completionTokens: 2 } });
+  });
+
+  it("replaces an engine's in-band error event with the gateway's, then closes", async () => {
+    const err = `data: ${JSON.stringify({ error: { message: "mid", type: "InternalServerError", param: null, code: 500 } })}\n\n`;
+    const { text, end, state } = await run([chunk("a") + err + "data: [DONE]\n\n"]);
+    expect(text).toBe(`${chunk("a")}data: {"error":{"message":"mid","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
+    expect(end).toMatchObject({ outcome: "failed", status: 500, errorCode: "decode_stream_error" });
+    expect(state.closed).toBe(true);
+  });
+
+  it("a broken connection ends with one error event", async () => {
+    const { text, end } = await run([chunk("a"), new TypeError("Network connection lost")]);
+    expect(text).toBe(`${chunk("a")}data: {"error":{"message":"Decode stream error: Network connection lost","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
+    expect(end).toMatchObject({ outcome: "failed", status: 502 });
+  });
+
+  it("an end without [DONE] is a failure, and the fragment is dropped", async () => {
+    const { text, end } = await run([chunk("a"), 'data: {"choi']);
+    expect(text).toBe(`${chunk("a")}data: {"error":{"message":"Decode stream ended before [DONE]","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
+    expect(end.outcome).toBe("failed");
+  });
+
+  it("a read failure after the client left is a cancel, not an error event", async () => {
+    const client = new AbortController();
+    client.abort();
+    const { text, end } = await run([new Error("aborted")], client.signal);
+    expect(text).toBe("");
+    expect(end).toMatchObject({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+  });
+
+  it("a client cancel tells the leg the client is gone", async () => {
+    const { leg, state } = scriptedLeg([chunk("a"), chunk("b")]);
+    let end: RelayEnd | undefined;
+    const reader = sseRelay(leg, { leg: "engine", clientSignal: new AbortController().signal, now: Date.now, onEnd: (e) => (end = e) }).getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(state.gone).toBe(true);
+    expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
+  });
+});

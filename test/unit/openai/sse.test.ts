@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { classifySseEvent, outputPieces, splitSseEvents, sseData, usageOf } from "../../../src/api/openai/sse.js";
+
+describe("splitSseEvents", () => {
+  it.each([
+    ["one event", "data: a\n\n", ["data: a\n\n"], ""],
+    ["two and a tail", "data: a\n\ndata: b\n\ndata: c", ["data: a\n\n", "data: b\n\n"], "data: c"],
+    ["CRLF", "data: a\r\n\r\ndata: b\r\n", ["data: a\r\n\r\n"], "data: b\r\n"],
+    ["lone CR at the end waits", "data: a\r\n\r", [], "data: a\r\n\r"],
+    ["multi-line event", "event: x\ndata: 1\ndata: 2\n\n", ["event: x\ndata: 1\ndata: 2\n\n"], ""],
+    ["nothing yet", "data: {\"partial", [], "data: {\"partial"],
+  ])("%s", (_name, buffer, events, rest) => {
+    expect(splitSseEvents(buffer)).toEqual({ events, rest });
+  });
+  it("re-joining events and rest gives the input back (nothing lost or reordered)", () => {
+    const input = "data: 1\n\n: comment\n\ndata: 2\r\n\r\ndata: 3";
+    const { events, rest } = splitSseEvents(input);
+    expect(events.join("") + rest).toBe(input);
+  });
+});
+
+describe("sseData / classifySseEvent", () => {
+  it.each([
+    ["data: [DONE]\n\n", { kind: "done" }],
+    ["data:[DONE]\n\n", { kind: "done" }],
+    [": keep-alive\n\n", { kind: "other" }],
+    ["data: not json\n\n", { kind: "other" }],
+    ['data: {"error":{"message":"boom","type":"InternalServerError","code":500}}\n\n', { kind: "error", message: "boom", status: 500 }],
+    ['data: {"error":{"message":"busy","code":503}}\n\n', { kind: "error", message: "busy", status: 503 }],
+    ['data: {"error":{"message":"x","status":429}}\n\n', { kind: "error", message: "x", status: 429 }],
+    ['data: {"error":"plain"}\n\n', { kind: "error", message: "plain", status: 500 }],
+    ['data: {"error":{"message":"odd code","code":"weird"}}\n\n', { kind: "error", message: "odd code", status: 500 }],
+    ['data: {"choices":[],"usage":null}\n\n', { kind: "chunk", json: { choices: [], usage: null } }],
+  ])("%j", (event, expected) => {
+    expect(classifySseEvent(event)).toEqual(expected);
+  });
+  it("joins multi-line data", () => {
+    expect(sseData("data: a\ndata: b\n\n")).toBe("a\nb");
+  });
+});
+
+describe("outputPieces / usageOf", () => {
+  it.each([
+    [{ choices: [{ index: 0, delta: { role: "assistant", content: "" } }] }, 0],
+    [{ choices: [{ index: 0, delta: { content: " hi" } }, { index: 1, delta: { content: " yo" } }] }, 2],
+    [{ choices: [{ index: 0, text: " t", finish_reason: null }] }, 1],
+    [{ choices: [{ index: 0, delta: { tool_calls: [] } }] }, 1],
+    [{ choices: [] }, 0],
+  ])("%j -> %i", (chunk, n) => {
+    expect(outputPieces(chunk)).toBe(n);
+  });
+  it("reads usage", () => {
+    expect(usageOf({ usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })).toEqual({ promptTokens: 3, completionTokens: 5 });
+    expect(usageOf({ usage: null })).toBeUndefined();
+  });
+});
