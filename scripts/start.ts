@@ -52,13 +52,16 @@ async function main() {
   wrangler.on("exit", (code) => void stop(code ?? 1));
 
   await waitFor(`${GATEWAY}/health`, "the gateway");
+  // A Connect streaming request body is one enveloped message: flags byte + 4-byte length.
+  const demo = '{"request_id":"demo-1","text":"hello edge","stream":true}';
+  const envelope = ["00", ...[24, 16, 8, 0].map((b) => ((demo.length >> b) & 0xff).toString(16).padStart(2, "0"))].map((h) => `\\x${h}`).join("");
   console.log(`
 vllm-edge-gateway is up at ${GATEWAY} in front of the simulated cluster.
 
   # PD generate over Connect (JSON), streamed; n=1 runs the prefill leg:
   curl -sN ${GATEWAY}/vllm.grpc.engine.VllmEngine/Generate \\
     -H 'content-type: application/connect+json' -H 'x-model: sim-model' -D - \\
-    --data-binary @<(printf '\\x00\\x00\\x00\\x00\\x3a{"request_id":"demo-1","text":"hello edge","stream":true}')
+    --data-binary @<(printf '${envelope}${demo}')
 
   # A fan-out (n=4) request skips the prefill leg (see x-pd-prefill), with buf curl over gRPC-web:
   npx buf curl --protocol grpcweb --schema proto -H 'x-model: sim-model' \\
