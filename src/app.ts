@@ -2,7 +2,7 @@
 // auth and rate limiting, then the surfaces. All middleware is composed here.
 import { Hono } from "hono";
 import type { Env } from "./env.js";
-import { ConfigError, loadConfig } from "./config/load.js";
+import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
 import { mountDevMetrics } from "./metrics/dev-route.js";
@@ -16,6 +16,15 @@ import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
 
 type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
+
+/** Metrics sink for one request, with engine outcomes feeding the circuit breakers and
+ *  breaker transitions recorded as events. */
+function requestSink(dataset: AnalyticsEngineDataset | undefined, config: LoadedConfig) {
+  const sink = createEventSink(dataset);
+  return breakerRecordingSink(sink, config.breaker, (engine, model, t) =>
+    sink.emit({ type: "breaker_transition", model, engine, from: t.from, to: t.to }),
+  );
+}
 
 export function createApp() {
   const app = new Hono<AppEnv>();
@@ -37,7 +46,7 @@ export function createApp() {
     const exec = c.executionCtx;
     c.set("gateway", {
       config,
-      events: breakerRecordingSink(createEventSink(c.env.METRICS), config.breaker),
+      events: requestSink(c.env.METRICS, config),
       waitUntil: (p) => exec.waitUntil(p),
       clientSignal: c.req.raw.signal,
     });

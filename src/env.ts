@@ -16,4 +16,6 @@ export interface Env {
   /** Secret (`wrangler secret put ADMIN_TOKEN`): bearer token of the admin API, which is off
    *  (404) while it is unset. */
   ADMIN_TOKEN?: string;
+  /** "on" serves GET /admin/metrics/recent (a per-isolate ring of data points); dev only. */
+  DEV_METRICS?: string;
 }

@@ -101,7 +101,8 @@ export async function openEngineStream(input: EngineStreamInput): Promise<AsyncI
         }
         completed = true;
       } catch (err) {
-        completed = true; // the engine ended the stream itself; nothing to abort
+        completed = true; // the engine ended the stream itself, or we aborted it below
+        if (input.clientSignal.aborted) throw clientCancelledError();
         throw err instanceof ConnectError ? err : ConnectError.from(err);
       } finally {
         const wasDone = state === "done";

@@ -165,7 +165,9 @@ async function drainPrefill(input: GrpcPdInput, p: GenerateRequest): Promise<str
     releaseLoad();
     input.clientSignal.removeEventListener("abort", onClientAbort);
   }
-  if (input.clientSignal.aborted) throw clientCancelled();
+  // A client that left after the drain completed still gets its decode dispatched (with the
+  // handoff, then aborted by the deferred rule), so the prefill's blocks are consumed or
+  // rejected instead of pinned until the lease.
   events.emit({ type: "engine_outcome", model, engine: prefill.name, leg: "prefill", status: 200 });
   return harvested;
 }

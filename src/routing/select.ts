@@ -1,7 +1,7 @@
 // Engine selection: for a model, a prefill/decode pair (PD) or one regular engine, picked by
 // each pool's policy among routable engines (healthy, breaker admitting). Engines that failed
 // an earlier attempt of the same request are avoided while others remain.
-import type { EngineConfig, EngineRole } from "../config/schema.js";
+import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
 import { choose } from "./policies.js";
 import { engineLoad } from "./load.js";
@@ -17,6 +17,8 @@ export interface SelectOptions {
   prefixKey?: string;
   load?: (engine: string) => number;
   random?: () => number;
+  /** Told each pick (for engine_selection metrics). */
+  onSelect?: (engine: EngineConfig, role: "prefill" | "decode" | "regular", policy: PolicyName) => void;
 }
 
 export type Selection =
@@ -59,7 +61,9 @@ function pick(model: string, role: "prefill" | "decode" | "regular", pool: Engin
     prefixKey: opts.prefixKey,
     random: opts.random,
   });
-  return i === undefined ? undefined : candidates[i];
+  if (i === undefined) return undefined;
+  opts.onSelect?.(candidates[i]!, role, pools.policy[role]);
+  return candidates[i];
 }
 
 /** The model a client means when it names none: the only one configured for these transports. */

@@ -68,6 +68,7 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
       const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS, {
         routable: (e) => engineAdmitted(e.name, gw.config.breaker),
         exclude,
+        onSelect: (e, leg, policy) => gw.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
         routingKey: ctx.requestHeader.get("x-routing-key") ?? undefined,
         prefixKey: prefixKeyOf(request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value }),
       });

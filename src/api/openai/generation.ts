@@ -16,7 +16,7 @@ import { selectEngines } from "../../routing/select.js";
 import { withRetries } from "../../routing/attempts.js";
 import { engineAdmitted } from "../../routing/breakers.js";
 import { prefixKeyOf } from "../../routing/policies.js";
-import type { EngineConfig } from "../../config/schema.js";
+import type { EngineConfig, PolicyName } from "../../config/schema.js";
 import { runAggregated } from "./aggregated.js";
 import { errorResponse, sseErrorResponse, toGatewayError } from "./errors.js";
 import { modelAvailability, OPENAI_TRANSPORTS } from "./models.js";
@@ -110,6 +110,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       routable: (e: EngineConfig) => engineAdmitted(e.name, gw.config.breaker),
       routingKey: req.headers.get("x-routing-key") ?? undefined,
       prefixKey: prefixKeyOf({ text: promptText(p) }),
+      onSelect: (e: EngineConfig, leg: "prefill" | "decode" | "regular", policy: PolicyName) =>
+        gw.events.emit({ type: "engine_selection", model: p.model, engine: e.name, leg, policy }),
     };
     // A failure before anything reached the client is retried on a new selection (pd-reference
     // 6: the whole attempt, new bodies); the engine that failed is avoided next time.
