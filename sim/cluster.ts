@@ -2,6 +2,7 @@
 // OpenAI API, /sim/*, NIXL side channel), an optional h2c listener for plain gRPC, and for
 // Mooncake engines a bootstrap listener. close() releases every socket and timer.
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { answerMalformed } from "./malformed.js";
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
@@ -70,7 +71,9 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
     const routes = vllmEngineRoutes(engine);
     const rpcHttp1 = connectNodeAdapter({ routes, connect: true, grpcWeb: true, grpc: false });
     const h1 = http.createServer((req, res) => {
-      if (req.url?.startsWith(RPC_PREFIX)) rpcHttp1(req, res);
+      if (req.url?.startsWith(RPC_PREFIX)) {
+        if (!answerMalformed(engine, req, res)) rpcHttp1(req, res);
+      }
       else engineHttpHandler(engine, req, res);
     });
     const main = await listen(h1, spec.port ?? 0, where("port"));

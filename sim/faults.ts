@@ -49,7 +49,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "hang", "count", "leg", "unhealthy"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "hang", "count", "leg", "unhealthy"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -79,6 +79,9 @@ export function validateFault(value: unknown, path: string): SimFault {
     if (typeof m !== "object" || m === null) throw new Error(`${path}.failAfterFrames: must be an object`);
     if (!Number.isInteger(m.frames) || (m.frames as number) < 0) throw new Error(`${path}.failAfterFrames.frames: must be a non-negative integer`);
     checkCode(m.code, `${path}.failAfterFrames.code`);
+  }
+  if (f.malformedResponse !== undefined && f.malformedResponse !== "garbage" && f.malformedResponse !== "truncated") {
+    throw new Error(`${path}.malformedResponse: must be "garbage" or "truncated"`);
   }
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
   if (f.unhealthy !== undefined && typeof f.unhealthy !== "boolean") throw new Error(`${path}.unhealthy: must be a boolean`);
@@ -121,6 +124,15 @@ export class FaultBook {
   }
 
   /** The fault to apply to a new request on `leg`: the request's own header fault wins. */
+  /** The next malformedResponse fault (any leg: it is applied before the body is read). */
+  takeMalformed(): "garbage" | "truncated" | undefined {
+    const i = this.faults.findIndex((f) => f.malformedResponse !== undefined);
+    if (i < 0) return undefined;
+    const f = this.faults[i]!;
+    if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
+    return f.malformedResponse;
+  }
+
   take(leg: Leg, perRequest: SimFault | undefined): SimFault | undefined {
     if (perRequest && affectsRequests(perRequest) && (perRequest.leg === undefined || perRequest.leg === leg)) {
       return perRequest;

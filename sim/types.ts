@@ -14,6 +14,9 @@ export interface SimFault {
   /** gRPC only: send this many response frames normally, then fail the stream with this
    *  code (a stream error after the first message, whatever the stream mode). */
   failAfterFrames?: { frames: number; code: string; message?: string };
+  /** Generate over HTTP/1.1 (Connect, gRPC-web) answers with an unparsable protobuf message
+   *  ("garbage") or a frame cut short ("truncated"); applies whatever the leg. */
+  malformedResponse?: "garbage" | "truncated";
   /** Never answer (until aborted / the client goes away). */
   hang?: boolean;
   /** Only apply to this many more requests (default: all). */

@@ -32,6 +32,23 @@ beforeEach(async () => {
 });
 
 describe("gRPC faults", () => {
+  it("failAfterFrames errors the stream after N frames, whatever the stream mode", async () => {
+    await setFaults({ failAfterFrames: { frames: 1, code: "internal", message: "after one" }, count: 1 });
+    const frames: unknown[] = [];
+    const err = await errOf((async () => { for await (const f of client.generate(genReq(req("aff", false)))) frames.push(f); })());
+    expect(frames).toHaveLength(1);
+    expect([err?.code, err?.rawMessage]).toEqual([Code.Internal, "after one"]);
+  });
+
+  it.each(["garbage", "truncated"] as const)("malformedResponse %s breaks the client's decoding, then is used up", async (kind) => {
+    await setFaults({ malformedResponse: kind, count: 1 });
+    const err = await errOf((async () => { for await (const _ of client.generate(genReq(req(`mal-${kind}`)))) void _; })());
+    expect(err).toBeInstanceOf(ConnectError);
+    const ok: unknown[] = [];
+    for await (const f of client.generate(genReq(req(`mal-ok-${kind}`)))) ok.push(f);
+    expect(ok.length).toBeGreaterThan(0);
+  });
+
   it("failStart fails the call with the named code before any frame; count limits it", async () => {
     await setFaults({ failStart: { code: "unavailable", message: "engine warming up" }, count: 1 });
     const frames: unknown[] = [];

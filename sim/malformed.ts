@@ -1,0 +1,28 @@
+// Fault injection below the RPC layer: a Generate answered with bytes a real servicer would
+// never send (an unparsable protobuf message, or a frame cut short), so gateways can prove
+// they map broken engine output to an error instead of crashing or hanging.
+import type http from "node:http";
+import type { SimEngine } from "./engine.js";
+
+export type MalformedKind = "garbage" | "truncated";
+
+/** Answers the request itself and returns true when a malformedResponse fault applies. */
+export function answerMalformed(engine: SimEngine, req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (!req.url?.endsWith("/Generate")) return false;
+  const kind = engine.faults.takeMalformed();
+  if (!kind) return false;
+  engine.stats.add("generateRequests");
+  req.resume();
+  const contentType = req.headers["content-type"] ?? "application/connect+proto";
+  res.writeHead(200, { "content-type": contentType });
+  if (kind === "garbage") {
+    // Field 1 declared as a length-delimited record longer than the message: illegal protobuf.
+    const payload = Buffer.from([0x0a, 0x7f, 0x01, 0x02]);
+    res.write(Buffer.concat([Buffer.from([0, 0, 0, 0, payload.length]), payload]));
+    res.end(Buffer.concat([Buffer.from([2, 0, 0, 0, 2]), Buffer.from("{}")]));
+  } else {
+    // An envelope announcing 100 bytes, of which 3 arrive before the connection closes.
+    res.end(Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x01, 0x61]));
+  }
+  return true;
+}
