@@ -13,6 +13,8 @@ import type { GatewayContext } from "../context.js";
 import { devRing, type PointRing } from "./dev-ring.js";
 import { decodeDataPoint, SCHEMA_VERSION } from "./schema.js";
 import { metricsCounters } from "./sink.js";
+import { inFlightCount } from "../backends/in-flight.js";
+import { totalInFlight } from "../routing/load.js";
 
 export const DEV_METRICS_PATH = "/admin/metrics/recent";
 
@@ -43,7 +45,9 @@ type GatewayApp = Hono<{ Bindings: Env; Variables: { gateway: GatewayContext } }
 export function mountDevMetrics(app: GatewayApp, ring: PointRing = devRing): void {
   app.get(DEV_METRICS_PATH, (c) => {
     if (!devMetricsEnabled(c.env)) return c.notFound();
-    return c.json(recentBody(ring, c.req.query("type"), c.req.query("limit")), 200, { "cache-control": "no-store" });
+    // In-flight counters of this isolate too, so a load test can see them return to zero.
+    const body = { ...recentBody(ring, c.req.query("type"), c.req.query("limit")), inFlightRequests: inFlightCount(), engineLoad: totalInFlight() };
+    return c.json(body, 200, { "cache-control": "no-store" });
   });
   app.use("*", async (c, next) => {
     if (devMetricsEnabled(c.env)) c.env = { ...c.env, METRICS: teeDataset(c.env.METRICS, ring) };
