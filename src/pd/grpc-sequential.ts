@@ -3,7 +3,8 @@
 import { Code } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse } from "../gen/vllm_engine_pb.js";
 import type { VllmEngineClient } from "../backends/vllm-engine.js";
-import type { EventSink, Surface } from "../metrics/events.js";
+import type { Surface } from "../metrics/events.js";
+import type { PdRunContext } from "./run-context.js";
 import { connectorMode, isMooncakeModern, type EngineKvMeta } from "./connector.js";
 import { buildDecodeRequest, buildPrefillRequest, hasMmInputs } from "./grpc-requests.js";
 import { GatewayError, clientCancelledError, legError } from "./errors.js";
@@ -18,29 +19,17 @@ export interface GrpcLeg {
   meta: EngineKvMeta;
 }
 
-/** Bench/test-only overrides, honoured only when config.debug.allow_pd_overrides is on. */
-export type PdOverride = "force-prefill" | "force-relay";
+export type { PdOverride } from "./run-context.js";
 
-export interface GrpcPdInput {
+export interface GrpcPdInput extends PdRunContext {
   request: GenerateRequest;
-  model: string;
   surface: Surface;
   prefill: GrpcLeg;
   decode: GrpcLeg;
   hasEncodeAssignments: boolean;
-  /** Fires when the client goes away. */
-  clientSignal: AbortSignal;
-  waitUntil(promise: Promise<unknown>): void;
-  events: EventSink;
-  deferredAbortMaxMs: number;
   /** Per-leg timeouts (ms): the prefill drain, and decode's first frame. */
   prefillTimeoutMs: number;
   firstFrameTimeoutMs: number;
-  mintTransferId(): string;
-  override?: PdOverride;
-  /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
-  onDecision?(skipped: boolean): void;
-  now?: () => number;
 }
 
 export interface GrpcPdResult {

@@ -1,7 +1,6 @@
 // Sequential PD over vLLM OpenAI servers (pd-reference 6; ARCHITECTURE decisions 1-5): the
 // same skip predicate as the gRPC path, the sanitised prefill POST and its harvested
 // kv_transfer_params, then the decode POST whose response the surface streams on unbuffered.
-import type { EventSink } from "../metrics/events.js";
 import { readLegText, startLeg, type EngineLeg } from "../backends/openai-http.js";
 import { connectorMode, isMooncakeModern, type EngineKvMeta } from "./connector.js";
 import { clientCancelledError, GatewayError } from "./errors.js";
@@ -16,7 +15,7 @@ import {
 } from "./http-bodies.js";
 import { errorText, legStatusError, passedThroughStatus, upstreamErrorMessage, UpstreamStatusError } from "./http-errors.js";
 import { relayKvParams, shouldSkipPrefill } from "./skip.js";
-import type { PdOverride } from "./grpc-sequential.js";
+import type { PdRunContext } from "./run-context.js";
 
 /** A prefill response is one capped sample; this bounds a misbehaving engine's body (prompt
  *  logprobs of a long prompt stay far below it). */
@@ -30,7 +29,7 @@ export interface HttpLeg {
   meta: EngineKvMeta;
 }
 
-export interface HttpPdInput {
+export interface HttpPdInput extends PdRunContext {
   route: OpenAiRoute;
   /** The client's JSON text (forwarded to decode as is, plus the KV params). */
   clientText: string;
@@ -39,18 +38,8 @@ export interface HttpPdInput {
   requestId: string;
   /** Headers for both legs (content type, x-request-id, trace context). */
   headers: Headers;
-  model: string;
   prefill: HttpLeg;
   decode: HttpLeg;
-  clientSignal: AbortSignal;
-  waitUntil(promise: Promise<unknown>): void;
-  events: EventSink;
-  deferredAbortMaxMs: number;
-  mintTransferId(): string;
-  override?: PdOverride;
-  /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
-  onDecision?(skipped: boolean): void;
-  now?: () => number;
 }
 
 export interface HttpPdResult {

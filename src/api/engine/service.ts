@@ -9,7 +9,8 @@ import { enginesServing, trackInFlight } from "../../backends/in-flight.js";
 import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { checkClientRequest } from "../../pd/client-request.js";
 import { GatewayError, httpStatusForCode } from "../../pd/errors.js";
-import { runGrpcSequentialPd, type PdOverride } from "../../pd/grpc-sequential.js";
+import { runGrpcSequentialPd } from "../../pd/grpc-sequential.js";
+import { pdOverrideOf } from "../../pd/run-context.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import { sendAbort } from "../../pd/engine-abort.js";
 import { uuidv7 } from "../../pd/uuidv7.js";
@@ -40,13 +41,6 @@ function modelOf(gw: GatewayContext, ctx: HandlerContext): string {
     throw new GatewayError("model_required", 400, "x-model: header required, more than one model is configured", Code.InvalidArgument, "x-model");
   }
   return model;
-}
-
-function overrideOf(gw: GatewayContext, ctx: HandlerContext): PdOverride | undefined {
-  const v = ctx.requestHeader.get("x-pd-override");
-  if (!v || !gw.config.debug.allow_pd_overrides) return undefined;
-  if (v === "force-prefill" || v === "force-relay") return v;
-  throw new GatewayError("invalid_override", 400, "x-pd-override: must be force-prefill or force-relay", Code.InvalidArgument, "x-pd-override");
 }
 
 async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
@@ -80,7 +74,7 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
       }
       return selection;
     };
-    const override = overrideOf(gw, ctx);
+    const override = pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides);
     const result = await withRetries(gw, async (exclude) => {
       const selection = select(exclude);
       untrack();

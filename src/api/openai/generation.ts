@@ -9,7 +9,7 @@ import { clientCancelledError, GatewayError } from "../../pd/errors.js";
 import { fanoutWidth, type OpenAiRoute } from "../../pd/http-bodies.js";
 import { errorText, UpstreamStatusError } from "../../pd/http-errors.js";
 import { runHttpSequentialPd } from "../../pd/http-sequential.js";
-import type { PdOverride } from "../../pd/grpc-sequential.js";
+import { pdOverrideOf } from "../../pd/run-context.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import { uuidv7 } from "../../pd/uuidv7.js";
 import { selectEngines } from "../../routing/select.js";
@@ -35,13 +35,6 @@ export function requestIdOf(headers: Headers): string {
     throw new GatewayError("invalid_request", 400, `x-request-id: at most ${MAX_REQUEST_ID_CHARS} visible ASCII characters`, undefined, "x-request-id");
   }
   return sent;
-}
-
-function overrideOf(gw: GatewayContext, headers: Headers): PdOverride | undefined {
-  const v = headers.get("x-pd-override");
-  if (!v || !gw.config.debug.allow_pd_overrides) return undefined;
-  if (v === "force-prefill" || v === "force-relay") return v;
-  throw new GatewayError("invalid_override", 400, "x-pd-override: must be force-prefill or force-relay", undefined, "x-pd-override");
 }
 
 /** The prompt as text, for prefix-affinity policies (the first message texts or prompt). */
@@ -103,7 +96,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     const p = parsed;
     const requestId = requestIdOf(req.headers);
     headers.set("x-request-id", requestId);
-    const override = overrideOf(gw, req.headers);
+    const override = pdOverrideOf(req.headers, gw.config.debug.allow_pd_overrides);
     const problem = unservable(gw, p.model);
     if (problem) throw problem;
     const selectOptions = {
