@@ -7,6 +7,7 @@ import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
 import { mountDevMetrics } from "./metrics/dev-route.js";
 import { breakerRecordingSink } from "./routing/outcomes.js";
+import { reportOutcome, routingSnapshot } from "./routing/snapshot.js";
 import { ENGINE_SERVICE_PATH, handleEngineRpc } from "./api/engine/router.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { adminRoutes } from "./api/admin/routes.js";
@@ -17,12 +18,15 @@ import { rateLimit } from "./middleware/rate-limit.js";
 
 type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
 
-/** Metrics sink for one request, with engine outcomes feeding the circuit breakers and
- *  breaker transitions recorded as events. */
-function requestSink(dataset: AnalyticsEngineDataset | undefined, config: LoadedConfig) {
-  const sink = createEventSink(dataset);
-  return breakerRecordingSink(sink, config.breaker, (engine, model, t) =>
-    sink.emit({ type: "breaker_transition", model, engine, from: t.from, to: t.to }),
+/** Metrics sink for one request: engine outcomes feed this isolate's circuit breakers and the
+ *  registry's shared ones, and breaker transitions are recorded as events. */
+function requestSink(env: Env, config: LoadedConfig, waitUntil: (p: Promise<unknown>) => void) {
+  const sink = createEventSink(env.METRICS);
+  return breakerRecordingSink(
+    sink,
+    config.breaker,
+    (engine, model, t) => sink.emit({ type: "breaker_transition", model, engine, from: t.from, to: t.to }),
+    (engine, status) => reportOutcome(env, { engine, status }, { config, waitUntil }),
   );
 }
 
@@ -44,10 +48,12 @@ export function createApp() {
       });
     }
     const exec = c.executionCtx;
+    const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
     c.set("gateway", {
       config,
-      events: requestSink(c.env.METRICS, config),
-      waitUntil: (p) => exec.waitUntil(p),
+      routing: routingSnapshot(c.env, config, waitUntil),
+      events: requestSink(c.env, config, waitUntil),
+      waitUntil,
       clientSignal: c.req.raw.signal,
     });
     await next();

@@ -2,9 +2,12 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { LoadedConfig } from "./config/load.js";
 import type { EventSink } from "./metrics/events.js";
+import type { RoutingSnapshot } from "./routing/snapshot.js";
 
 export interface GatewayContext {
   config: LoadedConfig;
+  /** Engines to route to (config merged with the registry) and their shared health/breakers. */
+  routing: RoutingSnapshot;
   events: EventSink;
   waitUntil(promise: Promise<unknown>): void;
   /** Fires when the client goes away (request.signal with enable_request_signal). */
@@ -14,3 +17,8 @@ export interface GatewayContext {
 export const gatewayContextKey = createContextKey<GatewayContext | undefined>(undefined, {
   description: "vllm-edge-gateway request context",
 });
+
+/** The config with its models replaced by the routed view (config + registry engines). */
+export function routedConfig(gw: GatewayContext): LoadedConfig {
+  return gw.routing.models === gw.config.models ? gw.config : { ...gw.config, models: gw.routing.models };
+}

@@ -150,6 +150,14 @@ describe("alarm", () => {
     expect(await alarmAt(stub)).not.toBeNull();
   });
 
+  it("is armed by the first registration too, before any isolate asked for a snapshot", async () => {
+    const { raw } = setup({ interval_secs: 30 });
+    await deleteAlarm();
+    const res = await adminGateway(raw).admin("POST", "/admin/engines", { name: `reg-alarm-${run}`, url: cluster.url("r"), model: "m", role: "decode" });
+    expect(res.status).toBe(201);
+    expect(await alarmAt()).not.toBeNull();
+  });
+
   it("an explicit run re-arms the alarm too; with checks disabled it lapses", async () => {
     const { raw, config } = setup({ interval_secs: 5 });
     const stub = registry();

@@ -41,8 +41,13 @@ function collector() {
 }
 
 async function register(body: Record<string, unknown>) {
-  const res = await adminGateway(raw()).admin("POST", "/admin/engines", body);
+  const gw = adminGateway(raw());
+  const res = await gw.admin("POST", "/admin/engines", body);
   expect(res.status).toBe(201);
+  // The admin request itself went through the app, which refreshes this isolate's snapshot:
+  // start each test's own snapshot from nothing.
+  await gw.settle();
+  resetRoutingSnapshot();
 }
 
 it("answers config-only at once, then merges active registry engines after the background refresh", async () => {

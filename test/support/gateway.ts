@@ -8,6 +8,7 @@ import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
 import { decodeDataPoint } from "../../src/metrics/schema.js";
 import type { GatewayEvent } from "../../src/metrics/events.js";
 import { resetLocalBreakers } from "../../src/routing/breakers.js";
+import { resetRoutingSnapshot } from "../../src/routing/snapshot.js";
 
 export class RecordingDataset implements AnalyticsEngineDataset {
   readonly points: AnalyticsEngineDataPoint[] = [];
@@ -34,6 +35,7 @@ export interface TestGateway {
  *  (tests reuse engine names across clusters). */
 export function testGateway(config: unknown, extraEnv: Record<string, unknown> = {}): TestGateway {
   resetLocalBreakers();
+  resetRoutingSnapshot();
   const metrics = new RecordingDataset();
   // Tests talk to an open data plane unless they configure auth themselves.
   const withAuth = { auth: { data_plane: "open" }, ...(config as Record<string, unknown>) };

@@ -18,7 +18,7 @@ async function probe(engine: EngineConfig): Promise<boolean> {
 export async function checkEngineHealth(gw: GatewayContext, transports: ReadonlySet<string>) {
   const problems: string[] = [];
   await Promise.all(
-    Object.entries(gw.config.models).map(async ([model, pools]) => {
+    Object.entries(gw.routing.models).map(async ([model, pools]) => {
       for (const role of ["prefill", "decode", "regular"] as const) {
         const pool = pools[role].filter((e) => transports.has(e.transport));
         if (pool.length === 0) continue;

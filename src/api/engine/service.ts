@@ -3,7 +3,7 @@
 // a decode engine; HealthCheck answers for the gateway.
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse, VllmEngine } from "../../gen/vllm_engine_pb.js";
-import { gatewayContextKey, type GatewayContext } from "../../context.js";
+import { gatewayContextKey, routedConfig, type GatewayContext } from "../../context.js";
 import { engineKvMeta, mergeKvMeta } from "../../backends/engine-info.js";
 import { enginesServing, trackInFlight } from "../../backends/in-flight.js";
 import { vllmEngineClient } from "../../backends/vllm-engine.js";
@@ -20,7 +20,7 @@ import { errorCodeOf, toConnectError } from "./errors.js";
 import { checkEngineHealth } from "./health.js";
 import { openEngineStream } from "../../pd/engine-stream.js";
 import { withRetries } from "../../routing/attempts.js";
-import { engineAdmitted } from "../../routing/breakers.js";
+import { engineRoutable } from "../../routing/admission.js";
 import { prefixKeyOf } from "../../routing/policies.js";
 import { StreamTiming } from "./stream-timing.js";
 
@@ -36,7 +36,7 @@ function gatewayOf(ctx: HandlerContext): GatewayContext {
 function modelOf(gw: GatewayContext, ctx: HandlerContext): string {
   const named = ctx.requestHeader.get("x-model");
   if (named) return named;
-  const model = defaultModel(gw.config, ENGINE_TRANSPORTS);
+  const model = defaultModel(routedConfig(gw), ENGINE_TRANSPORTS);
   if (!model) {
     throw new GatewayError("model_required", 400, "x-model: header required, more than one model is configured", Code.InvalidArgument, "x-model");
   }
@@ -60,7 +60,8 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
     const request = checked.request;
     const select = (exclude: ReadonlySet<string>) => {
       const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS, {
-        routable: (e) => engineAdmitted(e.name, gw.config.breaker),
+        models: gw.routing.models,
+        routable: engineRoutable(gw.routing, gw.config.breaker),
         exclude,
         onSelect: (e, leg, policy) => gw.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
         routingKey: ctx.requestHeader.get("x-routing-key") ?? undefined,
@@ -179,10 +180,11 @@ async function abort(req: { requestIds: string[] }, ctx: HandlerContext) {
  *  model: another isolate may be serving it, and engines ignore unknown ids. */
 function allEngines(gw: GatewayContext, ctx: HandlerContext) {
   const named = ctx.requestHeader.get("x-model");
-  const models = named ? [named] : Object.keys(gw.config.models);
+  const routed = gw.routing.models;
+  const models = named ? [named] : Object.keys(routed);
   const out: { name: string; client: ReturnType<typeof vllmEngineClient> }[] = [];
   for (const m of models) {
-    const pools = Object.hasOwn(gw.config.models, m) ? gw.config.models[m] : undefined;
+    const pools = Object.hasOwn(routed, m) ? routed[m] : undefined;
     if (!pools) continue;
     for (const e of [...pools.prefill, ...pools.decode, ...pools.regular]) {
       if (ENGINE_TRANSPORTS.has(e.transport)) out.push({ name: e.name, client: vllmEngineClient(e) });
@@ -194,7 +196,7 @@ function allEngines(gw: GatewayContext, ctx: HandlerContext) {
 /** The engine that answers info RPCs for a model: a decode engine, or a regular one. */
 function infoEngine(gw: GatewayContext, ctx: HandlerContext): EngineConfig {
   const model = modelOf(gw, ctx);
-  const pools = Object.hasOwn(gw.config.models, model) ? gw.config.models[model] : undefined;
+  const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
   const engine = [...(pools?.decode ?? []), ...(pools?.regular ?? [])].find((e) => ENGINE_TRANSPORTS.has(e.transport));
   if (!engine) throw toConnectError(new GatewayError("model_not_found", 404, `No engine available for model '${model}'`, Code.NotFound, "x-model"));
   return engine;

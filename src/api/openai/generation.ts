@@ -2,7 +2,7 @@
 // run the HTTP PD executor or the aggregated proxy, and answer with the engine's response
 // (streamed event by event, or whole), or with an OpenAI-shaped error. One `request` event
 // per client request, whatever happens.
-import type { GatewayContext } from "../../context.js";
+import { routedConfig, type GatewayContext } from "../../context.js";
 import { mergeKvMeta } from "../../backends/engine-info.js";
 import { engineRequestHeaders, readLegBytes, relayResponseHeaders } from "../../backends/openai-http.js";
 import { clientCancelledError, GatewayError } from "../../pd/errors.js";
@@ -14,7 +14,7 @@ import { prefillDecisionHeader } from "../../pd/skip.js";
 import { uuidv7 } from "../../pd/uuidv7.js";
 import { selectEngines } from "../../routing/select.js";
 import { withRetries } from "../../routing/attempts.js";
-import { engineAdmitted } from "../../routing/breakers.js";
+import { engineRoutable } from "../../routing/admission.js";
 import { prefixKeyOf } from "../../routing/policies.js";
 import type { EngineConfig, PolicyName } from "../../config/schema.js";
 import { runAggregated } from "./aggregated.js";
@@ -51,7 +51,7 @@ function promptText(p: OpenAiRequest): string | undefined {
 }
 
 function unservable(gw: GatewayContext, model: string): GatewayError | undefined {
-  switch (modelAvailability(gw.config, model)) {
+  switch (modelAvailability(routedConfig(gw), model)) {
     case "openai":
       return undefined;
     case "unknown":
@@ -100,7 +100,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     const problem = unservable(gw, p.model);
     if (problem) throw problem;
     const selectOptions = {
-      routable: (e: EngineConfig) => engineAdmitted(e.name, gw.config.breaker),
+      models: gw.routing.models,
+      routable: engineRoutable(gw.routing, gw.config.breaker),
       routingKey: req.headers.get("x-routing-key") ?? undefined,
       prefixKey: prefixKeyOf({ text: promptText(p) }),
       onSelect: (e: EngineConfig, leg: "prefill" | "decode" | "regular", policy: PolicyName) =>

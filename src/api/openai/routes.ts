@@ -1,7 +1,7 @@
 // The OpenAI-compatible surface, mounted under /v1 by app.ts (which sets the gateway context).
 import { Hono } from "hono";
 import type { Env } from "../../env.js";
-import type { GatewayContext } from "../../context.js";
+import { routedConfig, type GatewayContext } from "../../context.js";
 import { handleGeneration } from "./generation.js";
 import { modelList } from "./models.js";
 
@@ -11,6 +11,6 @@ export function openaiRoutes() {
   const r = new Hono<OpenAiEnv>();
   r.post("/chat/completions", (c) => handleGeneration(c.get("gateway"), c.req.raw, "/v1/chat/completions"));
   r.post("/completions", (c) => handleGeneration(c.get("gateway"), c.req.raw, "/v1/completions"));
-  r.get("/models", (c) => c.json(modelList(c.get("gateway").config)));
+  r.get("/models", (c) => c.json(modelList(routedConfig(c.get("gateway")))));
   return r;
 }
