@@ -123,3 +123,30 @@ describe("policies", () => {
     expect(Object.values(by).every((ids) => ids.length > 0)).toBe(true);
   });
 });
+
+describe("power_of_two with engine-reported loads", () => {
+  it("avoids the engine whose GetLoads shows a queue", async () => {
+    cluster = await startTestCluster({ engines: [engine("p0", "prefill"), engine("d0", "decode"), engine("d1", "decode")] });
+    // Five requests stuck on d1, sent to it directly (not through the gateway).
+    const stuck = new AbortController();
+    const body = JSON.stringify({ requestId: "stuck", text: "stuck", stream: true });
+    const frame = new Uint8Array(5 + body.length);
+    new DataView(frame.buffer).setUint32(1, body.length);
+    frame.set(new TextEncoder().encode(body), 5);
+    for (let i = 0; i < 5; i++) {
+      void fetch(`${cluster.url("d1")}/vllm.grpc.engine.VllmEngine/Generate`, {
+        method: "POST",
+        headers: { "content-type": "application/connect+json", "x-sim-fault": JSON.stringify({ hang: true }) },
+        body: frame,
+        signal: stuck.signal,
+      }).catch(() => undefined);
+    }
+    const gw = testGateway(config(cluster, ["p0"], ["d0", "d1"], { loads: { enabled: true, ttl_ms: 60_000 } }, { decode: "power_of_two" }));
+    await generate(gw, { requestId: "warm", input: { case: "text", value: "warm up the polls" } });
+    await gw.settle();
+    await cluster.reset("d0");
+    for (let i = 0; i < 6; i++) await generate(gw, { requestId: `p2-${i}`, input: { case: "text", value: `load ${i}` } });
+    expect((await cluster.stats("d0")).generateRequests).toBe(6);
+    stuck.abort();
+  });
+});

@@ -9,6 +9,7 @@ import { decodeDataPoint } from "../../src/metrics/schema.js";
 import type { GatewayEvent } from "../../src/metrics/events.js";
 import { resetLocalBreakers } from "../../src/routing/breakers.js";
 import { resetRoutingSnapshot } from "../../src/routing/snapshot.js";
+import { resetEngineLoads } from "../../src/routing/engine-loads.js";
 
 export class RecordingDataset implements AnalyticsEngineDataset {
   readonly points: AnalyticsEngineDataPoint[] = [];
@@ -36,6 +37,7 @@ export interface TestGateway {
 export function testGateway(config: unknown, extraEnv: Record<string, unknown> = {}): TestGateway {
   resetLocalBreakers();
   resetRoutingSnapshot();
+  resetEngineLoads();
   const metrics = new RecordingDataset();
   // Tests talk to an open data plane unless they configure auth themselves.
   const withAuth = { auth: { data_plane: "open" }, ...(config as Record<string, unknown>) };

@@ -21,6 +21,7 @@ import { checkEngineHealth } from "./health.js";
 import { openEngineStream } from "../../pd/engine-stream.js";
 import { withRetries } from "../../routing/attempts.js";
 import { engineRoutable } from "../../routing/admission.js";
+import { loadFunction } from "../../routing/engine-loads.js";
 import { prefixKeyOf } from "../../routing/policies.js";
 import { StreamTiming } from "./stream-timing.js";
 
@@ -61,6 +62,7 @@ async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterab
     const select = (exclude: ReadonlySet<string>) => {
       const selection = selectEngines(gw.config, model, ENGINE_TRANSPORTS, {
         models: gw.routing.models,
+        load: loadFunction(gw),
         routable: engineRoutable(gw.routing, gw.config.breaker),
         exclude,
         onSelect: (e, leg, policy) => gw.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),

@@ -15,6 +15,7 @@ import { uuidv7 } from "../../pd/uuidv7.js";
 import { selectEngines } from "../../routing/select.js";
 import { withRetries } from "../../routing/attempts.js";
 import { engineRoutable } from "../../routing/admission.js";
+import { loadFunction } from "../../routing/engine-loads.js";
 import { prefixKeyOf } from "../../routing/policies.js";
 import type { EngineConfig, PolicyName } from "../../config/schema.js";
 import { runAggregated } from "./aggregated.js";
@@ -101,6 +102,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     if (problem) throw problem;
     const selectOptions = {
       models: gw.routing.models,
+      load: loadFunction(gw),
       routable: engineRoutable(gw.routing, gw.config.breaker),
       routingKey: req.headers.get("x-routing-key") ?? undefined,
       prefixKey: prefixKeyOf({ text: promptText(p) }),
