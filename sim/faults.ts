@@ -14,34 +14,9 @@ export function parseCode(name: string): Code | undefined {
   return codeFromString(lower);
 }
 
-/** HTTP status vLLM's OpenAI server would answer for an engine failure of this kind. */
-export function httpStatusForCode(code: Code): number {
-  switch (code) {
-    case Code.InvalidArgument:
-    case Code.FailedPrecondition:
-    case Code.OutOfRange:
-      return 400;
-    case Code.Unauthenticated:
-      return 401;
-    case Code.PermissionDenied:
-      return 403;
-    case Code.NotFound:
-      return 404;
-    case Code.AlreadyExists:
-    case Code.Aborted:
-      return 409;
-    case Code.ResourceExhausted:
-      return 429;
-    case Code.Unimplemented:
-      return 501;
-    case Code.Unavailable:
-      return 503;
-    case Code.DeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
-}
+/** HTTP status for an engine failure of this kind: the gRPC -> HTTP table the gateway uses
+ *  too (one table, src/pd/errors.ts), which is also how vLLM's OpenAI server answers. */
+export { httpStatusForCode } from "../src/pd/errors.js";
 
 /** Throws Error("<path>: ...") naming the offending field; returns the fault unchanged. */
 export function validateFault(value: unknown, path: string): SimFault {

@@ -15,7 +15,7 @@ const PROMPT = Array.from({ length: 32 }, (_, i) => `a${i}`).join(" "); // 2 blo
 
 beforeAll(async () => {
   c = await cluster([
-    { name: "p", role: "prefill", kvConnector: "NixlConnector", leaseMs: 400, latency: FAST },
+    { name: "p", role: "prefill", kvConnector: "NixlConnector", leaseMs: 1500, latency: FAST },
     { name: "d", role: "decode", kvConnector: "NixlConnector", latency: { ...FAST, perOutputTokenMs: 5 } },
     { name: "d-slow", role: "decode", kvConnector: "NixlConnector", latency: { ...FAST, pullSetupMs: 250 } },
   ]);
@@ -64,8 +64,9 @@ describe("Abort RPC", () => {
     const r = await run;
     expect(r.chunks).toHaveLength(0);
     expect(r.completes.map((x) => x.finishReason)).toEqual(["abort"]);
-    // Abort returns after the release was acknowledged.
-    expect(await stats(c.engine("p"))).toMatchObject({ transfersRejected: 1, blocksPinned: 0, kvPullsServed: 0 });
+    // The release reaches the prefill engine well before its lease runs out.
+    await waitFor(async () => (await stats(c.engine("p"))).transfersRejected === 1, 1000, "release");
+    expect(await stats(c.engine("p"))).toMatchObject({ transfersRejected: 1, blocksPinned: 0, kvPullsServed: 0, leasesExpired: 0 });
     expect((await stats(c.engine("d"))).kvReleasesSent).toBe(1);
   });
 
@@ -74,7 +75,8 @@ describe("Abort RPC", () => {
     const err = await generate(decode, longInit("rej-2", kv), { "x-sim-fault": JSON.stringify({ failStart: { code: "unavailable" } }) })
       .then(() => undefined, (e) => ConnectError.from(e));
     expect(err?.code).toBe(Code.Unavailable);
-    expect(await stats(c.engine("p"))).toMatchObject({ transfersRejected: 1, blocksPinned: 0 });
+    await waitFor(async () => (await stats(c.engine("p"))).transfersRejected === 1, 1000, "release");
+    expect(await stats(c.engine("p"))).toMatchObject({ transfersRejected: 1, blocksPinned: 0, leasesExpired: 0 });
   });
 
   it("an abort during the pull counts abortsDuringPull and leaves the blocks pinned until the lease", async () => {
@@ -88,7 +90,7 @@ describe("Abort RPC", () => {
     expect(r.completes[0]!.finishReason).toBe("abort");
     expect(await stats(c.engine("d-slow"))).toMatchObject({ abortsDuringPull: 1, kvReleasesSent: 0 });
     expect(await stats(c.engine("p"))).toMatchObject({ blocksPinned: 2, transfersRejected: 0, kvPullsServed: 0 });
-    await waitFor(async () => (await stats(c.engine("p"))).leasesExpired === 1, 2000, "lease expiry");
+    await waitFor(async () => (await stats(c.engine("p"))).leasesExpired === 1, 4000, "lease expiry");
     expect((await stats(c.engine("p"))).blocksPinned).toBe(0);
   });
 });
