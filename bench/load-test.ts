@@ -150,9 +150,12 @@ async function main() {
     peakRssMb: Math.max(0, ...samples.map((s) => s.workerdRssMb ?? 0)),
     after,
     samples,
+    wranglerLogTail: [] as string[],
   };
+  const wranglerLogTail = gw.log().split("\n").filter((l) => !/^\[wrangler:info\] (GET|POST) /.test(l)).slice(-30);
   await stop();
   await mkdir("bench/results", { recursive: true });
+  result.wranglerLogTail = wranglerLogTail;
   await writeFile("bench/results/load.json", JSON.stringify(result, null, 2) + "\n");
   await writeLoadSection(result);
   const leaked = errors > 0 || after.blocksPinned > 0 || after.engineActive > 0 || (after.gatewayInFlight ?? 0) > 0;
