@@ -1,0 +1,113 @@
+// Item 2: CPU per request — utime+stime of the process that serves the requests (/proc), over
+// a bounded batch, divided by the requests served. The Worker's figure is its own workerd;
+// the wrangler dev proxy in front of every Worker is reported apart (a dev-only hop).
+import { generate } from "./connect.js";
+import type { BenchContext } from "./context.js";
+import type { Target } from "./http.js";
+import { batch, once, type RequestSpec } from "./load.js";
+import { CpuMeter } from "./proc.js";
+import { completionBody, M, prompt, SMALL_COMPLETION, SMALL_MAX_TOKENS } from "./setup.js";
+
+export interface CpuCase {
+  case: string;
+  target: string;
+  requests: number;
+  errors: number;
+  wallMs: number;
+  /** CPU ms per request of the serving process (the Worker's workerd, or Portkey's node). */
+  cpuMsPerRequest: number;
+  /** The wrangler dev proxy's CPU ms per request (Workers reached through wrangler dev's port). */
+  proxyCpuMsPerRequest?: number;
+  ticks: number;
+  /** Idle CPU of the process over the same wall time, already subtracted. */
+  idleCorrectionMs: number;
+  /** Streams: token events per request, and CPU per token event. */
+  chunksPerRequest?: number;
+  cpuMsPerChunk?: number;
+}
+
+interface Serving {
+  target: Target;
+  pid: () => number;
+  proxy?: () => number | undefined;
+}
+
+/** One request; resolves to the token events it carried (streams) or 0. */
+type Work = (t: Target) => Promise<number>;
+
+const SMALL = `non-streamed completion (${SMALL_MAX_TOKENS} tokens)`;
+const STREAM_256 = completionBody({ model: M.agg, maxTokens: 256, stream: true });
+
+function httpWork(spec: RequestSpec): Work {
+  return async (t) => (await once(t, spec, 16)).events?.length ?? 0;
+}
+
+function connectWork(model: string, maxTokens: number, stream: boolean): Work {
+  return async (t) => {
+    const r = await generate(t.base, { text: prompt(8), maxTokens, stream, headers: { "x-model": model } });
+    return stream ? r.chunks.length : 0;
+  };
+}
+
+async function idleRate(pids: Record<string, number | undefined>): Promise<Record<string, number>> {
+  const m = new CpuMeter(pids);
+  await new Promise((r) => setTimeout(r, 1_000));
+  const { wallMs, cpuMs } = m.stop();
+  return Object.fromEntries(Object.entries(cpuMs).map(([k, v]) => [k, v / wallMs]));
+}
+
+async function measure(ctx: BenchContext, name: string, s: Serving, work: Work, n: number): Promise<CpuCase> {
+  await batch(Math.min(200, Math.ceil(n / 5)), ctx.counts.cpuConcurrency, 30_000, () => work(s.target)); // warm-up
+  const pids = { worker: s.pid(), proxy: s.proxy?.() };
+  const idle = await idleRate(pids);
+  const meter = new CpuMeter(pids);
+  const res = await batch(n, ctx.counts.cpuConcurrency, 120_000, () => work(s.target));
+  const { wallMs, cpuMs, ticks } = meter.stop();
+  const served = res.results.length;
+  const idleWorker = (idle.worker ?? 0) * wallMs;
+  const out: CpuCase = {
+    case: name,
+    target: s.target.name,
+    requests: served,
+    errors: res.errors.length,
+    wallMs,
+    cpuMsPerRequest: Math.max(0, (cpuMs.worker ?? 0) - idleWorker) / served,
+    ticks: ticks.worker ?? 0,
+    idleCorrectionMs: idleWorker,
+  };
+  const chunks = res.results.reduce((a, b) => a + b, 0);
+  if (chunks > 0) {
+    out.chunksPerRequest = chunks / served;
+    out.cpuMsPerChunk = (out.cpuMsPerRequest * served) / chunks;
+  }
+  if (pids.proxy !== undefined) out.proxyCpuMsPerRequest = Math.max(0, (cpuMs.proxy ?? 0) - (idle.proxy ?? 0) * wallMs) / served;
+  ctx.log(`cpu: ${name} via ${s.target.name}: ${out.cpuMsPerRequest.toFixed(3)} ms/request (${served} requests, ${out.ticks} ticks${out.errors ? `, ${out.errors} errors` : ""})`);
+  return out;
+}
+
+export async function measureCpu(ctx: BenchContext): Promise<CpuCase[]> {
+  const gw: Serving = { target: ctx.gateway.target, pid: ctx.gateway.workerPid };
+  const pt: Serving = { target: ctx.passthrough.target, pid: ctx.passthrough.workerPid };
+  const gwDev: Serving = { target: ctx.gateway.viaDev, pid: ctx.gateway.workerPid, proxy: ctx.gateway.proxyPid };
+  const ptDev: Serving = { target: ctx.passthrough.viaDev, pid: ctx.passthrough.workerPid, proxy: ctx.passthrough.proxyPid };
+  const pk: Serving = { target: ctx.portkey.target, pid: () => ctx.portkey.pid };
+  const pd = (n: number) => ({ path: "/v1/completions", body: completionBody({ model: M.pd0, maxTokens: SMALL_MAX_TOKENS, n }) });
+  const plan: [string, Serving, Work, number?][] = [
+    [SMALL, gw, httpWork(SMALL_COMPLETION)],
+    [SMALL, pt, httpWork(SMALL_COMPLETION)],
+    [SMALL, pk, httpWork(SMALL_COMPLETION)],
+    [SMALL, gwDev, httpWork(SMALL_COMPLETION)],
+    [SMALL, ptDev, httpWork(SMALL_COMPLETION)],
+    ["256-token SSE stream", gw, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
+    ["256-token SSE stream", pt, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
+    ["256-token SSE stream", pk, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
+    ["256-token Connect stream", gw, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
+    ["256-token Connect stream", pt, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
+    ["PD, OpenAI HTTP, n=1 (prefill + decode legs)", gw, httpWork(pd(1))],
+    ["PD, OpenAI HTTP, n=4 (prefill skipped)", gw, httpWork(pd(4))],
+    ["PD, Connect, n=1 (prefill + decode legs)", gw, connectWork(M.pd0, SMALL_MAX_TOKENS, false)],
+  ];
+  const out: CpuCase[] = [];
+  for (const [name, s, work, n] of plan) out.push(await measure(ctx, name, s, work, n ?? ctx.counts.cpuRequests));
+  return out;
+}

@@ -1,0 +1,103 @@
+// What the benchmarks run against: one simulated cluster with an engine (or PD pair) per
+// scenario, the gateway config that names them, and the request bodies.
+import { gatewayConfigSchema } from "../src/config/schema.js";
+import type { ClusterSpec, EngineSpec } from "../sim/types.js";
+import type { SimProcess } from "./targets.js";
+import { zeroLatencyEngine } from "./targets.js";
+
+/** Model names; each is also the served model name of its sim engines. */
+export const M = {
+  /** Aggregated, one `regular` engine with zero simulated latency (items 1-3, 5, 6). */
+  agg: "bench-agg",
+  /** PD pair with zero simulated latency (CPU of a two-leg request). */
+  pd0: "bench-pd0",
+  /** PD pair with the sim's default latency model (item 4). */
+  pd: "bench-pd",
+  /** Aggregated engine with the default latency model (n=1 PD vs aggregated; paced streams). */
+  aggLat: "bench-agg-lat",
+  /** Aggregated engine with slow tokens: streams that stay open (memory). */
+  long: "bench-long",
+} as const;
+
+export const LONG_TOKEN_MS = 250;
+
+export function clusterSpec(): ClusterSpec {
+  const nixl = (name: string, role: "prefill" | "decode", model: string, extra: Partial<EngineSpec> = {}): EngineSpec => ({
+    name, role, kvConnector: "NixlConnector", kvEngineId: name, model, ...extra,
+  });
+  const zero = { perPromptTokenMs: 0, perOutputTokenMs: 0, perBlockPullMs: 0, pullSetupMs: 0 };
+  return {
+    recentRequests: 4,
+    engines: [
+      zeroLatencyEngine("agg0", M.agg),
+      nixl("p0", "prefill", M.pd0, { latency: zero }),
+      nixl("d0", "decode", M.pd0, { latency: zero }),
+      nixl("plat", "prefill", M.pd),
+      nixl("dlat", "decode", M.pd),
+      { name: "agglat", role: "both", kvConnector: "none", model: M.aggLat },
+      { name: "long", role: "both", kvConnector: "none", model: M.long, latency: { perPromptTokenMs: 0, perOutputTokenMs: LONG_TOKEN_MS, perBlockPullMs: 0, pullSetupMs: 0 } },
+    ],
+  };
+}
+
+/** Each engine twice: over the vLLM OpenAI API (the OpenAI surface) and over Connect (the
+ *  VllmEngine surface); the gateway picks the entry by the surface's transports. */
+function both(name: string, url: string, extra: Record<string, unknown> = {}) {
+  return [
+    { name: `${name}-http`, url, transport: "openai-http", ...extra },
+    { name: `${name}-connect`, url, transport: "connect" },
+  ];
+}
+
+export function gatewayConfig(sim: SimProcess): unknown {
+  const nixl = { kv_connector: "NixlConnector" };
+  const config: Record<string, unknown> = {
+    debug: { allow_pd_overrides: true },
+    models: {
+      [M.agg]: { regular: both("agg0", sim.url("agg0")) },
+      [M.pd0]: { prefill: both("p0", sim.url("p0"), nixl), decode: both("d0", sim.url("d0")) },
+      [M.pd]: { prefill: both("plat", sim.url("plat"), nixl), decode: both("dlat", sim.url("dlat")) },
+      [M.aggLat]: { regular: both("agglat", sim.url("agglat")) },
+      [M.long]: { regular: both("long", sim.url("long")) },
+    },
+  };
+  // The data plane is open here (no API key), as in `npm start`, when the schema has the switch.
+  if ("auth" in gatewayConfigSchema.shape) config.auth = { data_plane: "open" };
+  const parsed = gatewayConfigSchema.safeParse(config);
+  if (!parsed.success) throw new Error(`bench gateway config does not parse: ${parsed.error.message}`);
+  return config;
+}
+
+/** A prompt of exactly `tokens` sim tokens (whitespace-separated words). */
+export function prompt(tokens: number, salt = ""): string {
+  const words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda"];
+  const out: string[] = [];
+  for (let i = 0; i < tokens; i++) out.push(i === 0 && salt ? salt : words[i % words.length]!);
+  return out.join(" ");
+}
+
+export interface CompletionOptions {
+  model: string;
+  promptTokens?: number;
+  maxTokens?: number;
+  n?: number;
+  stream?: boolean;
+  salt?: string;
+}
+
+/** A /v1/completions body. `ignore_eos` keeps every stream at exactly max_tokens. */
+export function completionBody(o: CompletionOptions): string {
+  return JSON.stringify({
+    model: o.model,
+    prompt: o.promptTokens !== undefined ? prompt(o.promptTokens, o.salt) : "hello edge",
+    max_tokens: o.maxTokens ?? 16,
+    ...(o.n !== undefined ? { n: o.n } : {}),
+    ...(o.stream ? { stream: true } : {}),
+    ignore_eos: true,
+  });
+}
+
+/** The small non-streamed completion of items 1, 2 and 6. Few tokens: even at zero simulated
+ *  latency the sim waits one Node timer (>= 1 ms) per step, which would swamp the figures. */
+export const SMALL_MAX_TOKENS = 4;
+export const SMALL_COMPLETION = { path: "/v1/completions", body: completionBody({ model: M.agg, maxTokens: SMALL_MAX_TOKENS }) };

@@ -1,0 +1,115 @@
+// The targets each figure is reported against (never asserted), and for a missed one, what
+// dominates its cost, said from the run's own profiles and CPU figures.
+import type { CpuCase } from "./cpu.js";
+import type { ProfileResult } from "./profiles.js";
+import type { BenchResult } from "./report.js";
+
+export interface Verdict {
+  id: string;
+  target: string;
+  figure: string;
+  value: string;
+  met: boolean | undefined;
+}
+
+const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(d));
+
+export function cpuOf(r: BenchResult, kase: string, target: string): CpuCase | undefined {
+  return r.cpu?.find((c) => c.case.startsWith(kase) && c.target === target);
+}
+
+export function profileOf(r: BenchResult, target: string, workload: string): ProfileResult | undefined {
+  return r.profiles?.find((p) => p.target === target && p.workload.startsWith(workload));
+}
+
+export function verdicts(r: BenchResult): Verdict[] {
+  const out: Verdict[] = [];
+  const gw = r.overhead?.targets.find((t) => t.target === "gateway");
+  out.push({ id: "latency", target: "added p50 latency <= 1 ms over direct", figure: "gateway added p50, c=1", value: `${f(gw?.addedP50Ms)} ms`, met: gw ? gw.addedP50Ms <= 1 : undefined });
+  const vsPt = r.overhead?.ratios.gatewayVsPassthroughThroughput;
+  out.push({ id: "vs-passthrough", target: ">= 90% of the pass-through Worker's throughput", figure: "gateway / pass-through req/s, c=32", value: vsPt === undefined ? "n/a" : `${(100 * vsPt).toFixed(0)}%`, met: vsPt === undefined ? undefined : vsPt >= 0.9 });
+  const vsPk = r.overhead?.ratios.gatewayVsPortkeyThroughput;
+  out.push({ id: "vs-portkey", target: ">= 2x the Portkey gateway's throughput", figure: "gateway / Portkey req/s, c=32", value: vsPk === undefined ? "n/a" : `${f(vsPk)}x`, met: vsPk === undefined ? undefined : vsPk >= 2 });
+  const cpu = cpuOf(r, "non-streamed", "gateway");
+  out.push({ id: "cpu", target: "CPU per non-streamed request <= 0.5 ms", figure: "gateway workerd utime+stime / requests", value: `${f(cpu?.cpuMsPerRequest, 3)} ms`, met: cpu ? cpu.cpuMsPerRequest <= 0.5 : undefined });
+  for (const s of r.fanout?.savings ?? []) {
+    out.push({
+      id: `saving-${s.surface}-${s.promptTokens}`,
+      target: "fan-out TTFT saving = the prefill leg's latency",
+      figure: `${s.surface}, ${s.promptTokens}-token prompt, n=4: TTFT(force-prefill) - TTFT(skip) vs the prefill leg alone`,
+      value: `${f(s.ttftSavingMs, 1)} ms vs ${f(s.prefillLegMs, 1)} ms`,
+      // Equal within measurement noise: at least 90% of the leg.
+      met: s.ttftSavingMs >= 0.9 * s.prefillLegMs,
+    });
+  }
+  const skipCells = r.fanout?.cells.filter((c) => c.mode === "fanout-skip") ?? [];
+  if (skipCells.length) {
+    const worst = Math.max(...skipCells.map((c) => c.prefillPromptTokensPerRequest));
+    out.push({ id: "zero-prefill", target: "zero prefill GPU work for fan-out", figure: "prefill engine promptTokensComputed per n=4 request, predicate on", value: `${f(worst, 0)} tokens`, met: worst === 0 });
+  }
+  return out;
+}
+
+function topModules(p: ProfileResult | undefined, k = 4): string {
+  if (!p) return "(no profile)";
+  return p.summary.byModule.slice(0, k).map((m) => `${m.module} ${m.pct.toFixed(0)}%`).join(", ");
+}
+
+function split(p: ProfileResult | undefined): string {
+  if (!p) return "(no profile)";
+  const s = p.summary;
+  const pct = (x: number) => (s.busyMs > 0 ? ((100 * x) / s.busyMs).toFixed(0) : "0");
+  return `${pct(s.programMs)}% native runtime code \`(program)\`, ${pct(s.gcMs)}% garbage collection, ${pct(s.jsMs)}% JavaScript`;
+}
+
+/** One paragraph per missed target: what its cost is made of, from this run's data. */
+export function explanations(r: BenchResult): string[] {
+  const missed = verdicts(r).filter((v) => v.met === false);
+  const gwProf = profileOf(r, "gateway", "non-streamed");
+  const ptProf = profileOf(r, "passthrough", "non-streamed");
+  const pkProf = profileOf(r, "portkey", "non-streamed");
+  const gwCpu = cpuOf(r, "non-streamed", "gateway");
+  const ptCpu = cpuOf(r, "non-streamed", "passthrough");
+  const pkCpu = cpuOf(r, "non-streamed", "portkey");
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const v of missed) {
+    const kind = v.id.startsWith("saving-") ? "saving" : v.id;
+    if (seen.has(kind)) continue;
+    seen.add(kind);
+    if (kind === "latency") {
+      const g = r.overhead?.targets.find((t) => t.target === "gateway");
+      const p = r.overhead?.targets.find((t) => t.target === "passthrough");
+      const gDev = r.overhead?.targets.find((t) => t.target === "gateway via wrangler dev");
+      out.push(
+        `**Added latency (${v.value}).** The bare pass-through Worker, on the same workerd and the same path (client -> the Worker's workerd -> one fetch to the engine), ` +
+          `adds ${f(p?.addedP50Ms)} ms p50: that much is what any Worker costs here, before the gateway does anything. The gateway's own share is ` +
+          `${f((g?.addedP50Ms ?? NaN) - (p?.addedP50Ms ?? NaN))} ms. (Through wrangler dev's public port, which adds its proxy workerd, the gateway adds ${f(gDev?.addedP50Ms)} ms.) ` +
+          `CPU per request in the Worker's workerd: gateway ${f(gwCpu?.cpuMsPerRequest, 3)} ms, pass-through ${f(ptCpu?.cpuMsPerRequest, 3)} ms. ` +
+          `The gateway isolate's profile under that load: ${split(gwProf)}; by module ${topModules(gwProf)}. The pass-through's: ${split(ptProf)} (${topModules(ptProf)}).`,
+      );
+    } else if (kind === "vs-passthrough" || kind === "vs-portkey" || kind === "cpu") {
+      if (seen.has("cpu-like")) continue;
+      seen.add("cpu-like");
+      const fn = gwProf?.summary.topFunctions.slice(0, 6).map((x) => `\`${x.name}\` (${x.module}) ${x.pct.toFixed(1)}%`).join(", ") ?? "(no profile)";
+      out.push(
+        `**Throughput and CPU (${missed.filter((m) => ["vs-passthrough", "vs-portkey", "cpu"].includes(m.id)).map((m) => `${m.figure}: ${m.value}`).join("; ")}).** ` +
+          `At ${r.overhead?.connections ?? 32} connections on ${r.machine.nproc} cores the targets are CPU-bound (the sim, the load generator and the target share the cores), so throughput follows CPU per request: ` +
+          `gateway ${f(gwCpu?.cpuMsPerRequest, 3)} ms, pass-through ${f(ptCpu?.cpuMsPerRequest, 3)} ms (both the Worker's workerd), Portkey ${f(pkCpu?.cpuMsPerRequest, 3)} ms (node). ` +
+          `The gateway's profile under the non-streamed load: ${split(gwProf)}; by module ${topModules(gwProf, 6)}; top functions ${fn}. ` +
+          `The pass-through's profile: ${split(ptProf)} (${topModules(ptProf)}), so the runtime's fixed cost per proxied request is most of a bare Worker's CPU. Portkey's: ${split(pkProf)} (${topModules(pkProf)}).`,
+      );
+    } else if (kind === "saving") {
+      const rows = missed.filter((m) => m.id.startsWith("saving-")).map((m) => `${m.figure}: ${m.value}`).join("; ");
+      out.push(
+        `**Fan-out saving (${rows}).** The saving is measured as the TTFT difference of two gateway requests, so it also carries the gateway's ` +
+          `extra work for the forced leg (a second engine request, its body and response) and the noise of the engine's timers; the prefill leg alone is timed straight at the prefill engine. ` +
+          `See the fan-out table for TTFT and total latency per mode.`,
+      );
+    } else if (kind === "zero-prefill") {
+      const hdr = [...new Set((r.fanout?.cells ?? []).filter((c) => c.mode === "fanout-skip").flatMap((c) => c.pdPrefill))].join(", ");
+      out.push(`**Prefill work with fan-out (${v.value}).** The x-pd-prefill headers seen with the predicate on were: ${hdr}.`);
+    }
+  }
+  return out;
+}
