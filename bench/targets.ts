@@ -102,7 +102,7 @@ export interface WorkerTarget {
 
 /** Of the ports the Worker's workerd listens on (entry, inspector, debug), the one that
  *  serves the Worker: it answers `healthPath` with 200. */
-async function entryPort(pid: number, healthPath: string): Promise<number> {
+export async function entryPort(pid: number, healthPath: string): Promise<number> {
   for (const port of listeningPorts(pid)) {
     try {
       const res = await fetch(`http://127.0.0.1:${port}${healthPath}`, { signal: AbortSignal.timeout(5_000) });

@@ -4,7 +4,9 @@
 // workerd processes behind it (wrangler dev runs two: a proxy on the public port and the
 // Worker's own runtime), and its inspector port.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:net";
 
 export async function freePort(): Promise<number> {
@@ -19,6 +21,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
+const LOG_HEAD_CHARS = 64 * 1024;
+const LOG_TAIL_CHARS = 512 * 1024;
+
 export interface WranglerDevOptions {
   /** A wrangler.toml other than the project's (passed as --config). */
   configPath?: string;
@@ -28,6 +33,9 @@ export interface WranglerDevOptions {
   healthPath?: string;
   /** Working directory for wrangler (default: this process's). */
   cwd?: string;
+  /** Where local Durable Object state lives (--persist-to). Default: a fresh directory,
+   *  removed on stop, so no run inherits the registry's health or breakers from the last. */
+  persistTo?: string;
 }
 
 export interface WranglerDev {
@@ -109,6 +117,8 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
     "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--show-interactive-dev-session=false",
   ];
+  const ownState = options.persistTo === undefined ? mkdtempSync(join(tmpdir(), "vllm-edge-dev-state-")) : undefined;
+  args.push("--persist-to", options.persistTo ?? ownState!);
   if (options.configPath !== undefined) args.push("--config", options.configPath);
   if (config !== undefined) args.push("--var", `GATEWAY_CONFIG:${JSON.stringify(config)}`);
   for (const [k, v] of Object.entries(options.vars ?? {})) args.push("--var", `${k}:${v}`);
@@ -118,9 +128,18 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
   });
+  // Bounded: under heavy load wrangler logs a line per request, and an unbounded string
+  // eventually exceeds V8's maximum length. The head (start-up) and a recent tail are kept.
+  let head = "";
   let log = "";
-  child.stdout?.on("data", (d) => (log += String(d)));
-  child.stderr?.on("data", (d) => (log += String(d)));
+  const append = (d: unknown) => {
+    log += String(d);
+    if (head.length < LOG_HEAD_CHARS) head = log.slice(0, LOG_HEAD_CHARS);
+    if (log.length > 2 * LOG_TAIL_CHARS) log = log.slice(-LOG_TAIL_CHARS);
+  };
+  child.stdout?.on("data", append);
+  child.stderr?.on("data", append);
+  const fullLog = () => (log.startsWith(head) ? log : `${head}\n[... log truncated ...]\n${log}`);
   const url = `http://127.0.0.1:${port}`;
   let seen: { proxy?: number; worker?: number } = {};
   const workerd = () => {
@@ -136,6 +155,7 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
       const finish = () => {
         // wrangler normally takes its workerd processes with it; make sure of it, by pid.
         for (const pid of leftovers) if (alive(pid)) process.kill(pid, "SIGKILL");
+        if (ownState) rmSync(ownState, { recursive: true, force: true });
         resolve();
       };
       if (child.exitCode !== null || child.signalCode !== null) return finish();
@@ -146,14 +166,14 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
   const deadline = Date.now() + timeoutMs;
   const health = `${url}${options.healthPath ?? "/health"}`;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${log}`);
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${fullLog()}`);
     try {
       const res = await fetch(health);
       await res.arrayBuffer();
       if (res.ok) {
         const readyMs = performance.now() - spawnedAt;
         workerd();
-        return { url, pid: child.pid ?? -1, inspectorPort: inspector, readyMs, workerd, log: () => log, stop };
+        return { url, pid: child.pid ?? -1, inspectorPort: inspector, readyMs, workerd, log: fullLog, stop };
       }
     } catch {
       // not up yet
@@ -161,5 +181,5 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
     await new Promise((r) => setTimeout(r, 50));
   }
   await stop();
-  throw new Error(`wrangler dev did not answer within ${timeoutMs} ms:\n${log}`);
+  throw new Error(`wrangler dev did not answer within ${timeoutMs} ms:\n${fullLog()}`);
 }

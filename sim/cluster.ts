@@ -18,6 +18,16 @@ const RPC_PREFIX = "/vllm.grpc.engine.VllmEngine/";
 
 export class ListenError extends Error {}
 
+/** uvicorn's timeout_keep_alive default, which `vllm serve` keeps (VLLM_HTTP_TIMEOUT_KEEP_ALIVE). */
+const DEFAULT_KEEP_ALIVE_MS = 5_000;
+
+/** Generation requests on the HTTP/1.1 listener: the OpenAI routes and the Generate RPC. */
+function isGeneration(req: http.IncomingMessage): boolean {
+  if (req.method !== "POST") return false;
+  const path = (req.url ?? "").split("?")[0];
+  return path === "/v1/completions" || path === "/v1/chat/completions" || path === `${RPC_PREFIX}Generate`;
+}
+
 interface Listener {
   port: number;
   close(): Promise<void>;
@@ -71,11 +81,17 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
     const routes = vllmEngineRoutes(engine);
     const rpcHttp1 = connectNodeAdapter({ routes, connect: true, grpcWeb: true, grpc: false });
     const h1 = http.createServer((req, res) => {
+      if (isGeneration(req) && engine.faults.takeDropConnection()) {
+        engine.stats.add("connectionsDropped");
+        req.socket.destroy();
+        return;
+      }
       if (req.url?.startsWith(RPC_PREFIX)) {
         if (!answerMalformed(engine, req, res)) rpcHttp1(req, res);
       }
       else engineHttpHandler(engine, req, res);
     });
+    h1.keepAliveTimeout = spec.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS;
     const main = await listen(h1, spec.port ?? 0, where("port"));
     listeners.push(main);
     engine.httpPort = main.port;

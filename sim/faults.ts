@@ -24,7 +24,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "hang", "count", "leg", "unhealthy"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -59,6 +59,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}.malformedResponse: must be "garbage" or "truncated"`);
   }
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
+  if (f.dropConnection !== undefined && typeof f.dropConnection !== "boolean") throw new Error(`${path}.dropConnection: must be a boolean`);
   if (f.unhealthy !== undefined && typeof f.unhealthy !== "boolean") throw new Error(`${path}.unhealthy: must be a boolean`);
   if (f.count !== undefined && !(Number.isInteger(f.count) && (f.count as number) >= 1)) {
     throw new Error(`${path}.count: must be a positive integer`);
@@ -106,6 +107,15 @@ export class FaultBook {
     const f = this.faults[i]!;
     if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
     return f.malformedResponse;
+  }
+
+  /** Whether the next dropConnection fault applies (any leg: applied before the body is read). */
+  takeDropConnection(): boolean {
+    const i = this.faults.findIndex((f) => f.dropConnection === true);
+    if (i < 0) return false;
+    const f = this.faults[i]!;
+    if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
+    return true;
   }
 
   take(leg: Leg, perRequest: SimFault | undefined): SimFault | undefined {

@@ -26,7 +26,7 @@ const ROLES = ["prefill", "decode", "both", "encode"];
 const CONNECTORS = ["NixlConnector", "MooncakeConnector", "none"];
 const ENGINE_FIELDS = [
   "name", "role", "kvConnector", "kvEngineId", "dataParallelSize", "model", "port", "grpcPort",
-  "bootstrapPort", "leaseMs", "blockSize", "latency", "faults", "kvCapacityBlocks", "kvHandoffByDefault",
+  "bootstrapPort", "leaseMs", "keepAliveTimeoutMs", "blockSize", "latency", "faults", "kvCapacityBlocks", "kvHandoffByDefault",
 ];
 
 function fail(path: string, msg: string): never {
@@ -69,6 +69,7 @@ function validateEngine(value: unknown, path: string): EngineSpec {
     fail(`${path}.bootstrapPort`, "only MooncakeConnector engines have a bootstrap listener");
   }
   checkInt(e.leaseMs, `${path}.leaseMs`, 1, 86_400_000);
+  checkInt(e.keepAliveTimeoutMs, `${path}.keepAliveTimeoutMs`, 1, 3_600_000);
   checkInt(e.blockSize, `${path}.blockSize`, 1, 4096);
   checkInt(e.kvCapacityBlocks, `${path}.kvCapacityBlocks`, 1, 1 << 30);
   if (e.kvHandoffByDefault !== undefined && typeof e.kvHandoffByDefault !== "boolean") fail(`${path}.kvHandoffByDefault`, "must be a boolean");

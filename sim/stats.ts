@@ -18,13 +18,14 @@ export type Counter =
   | "streamsCancelled"
   | "abortsDuringPull"
   | "kvPullsCompleted"
-  | "kvReleasesSent";
+  | "kvReleasesSent"
+  | "connectionsDropped";
 
 const COUNTERS: Counter[] = [
   "prefillComputations", "promptTokensComputed", "decodeRequests", "generateRequests",
   "kvPullsServed", "kvPullsRefused", "kvRecomputes", "kvSiblingHazards", "leasesExpired",
   "transfersRejected", "abortsReceived", "streamsCancelled", "abortsDuringPull",
-  "kvPullsCompleted", "kvReleasesSent",
+  "kvPullsCompleted", "kvReleasesSent", "connectionsDropped",
 ];
 
 export interface LiveState {
@@ -93,6 +94,7 @@ export class Stats {
       abortsDuringPull: c("abortsDuringPull"),
       kvPullsCompleted: c("kvPullsCompleted"),
       kvReleasesSent: c("kvReleasesSent"),
+      connectionsDropped: c("connectionsDropped"),
       activeRequests: live.activeRequests,
       recent: [...this.recent],
     };

@@ -17,6 +17,10 @@ export interface SimFault {
   /** Generate over HTTP/1.1 (Connect, gRPC-web) answers with an unparsable protobuf message
    *  ("garbage") or a frame cut short ("truncated"); applies whatever the leg. */
   malformedResponse?: "garbage" | "truncated";
+  /** HTTP/1.1 listener: close the connection on a generation request without answering, as a
+   *  keep-alive connection the engine closed just as the request was written. Applied before
+   *  the body is read, so `leg` does not filter it. */
+  dropConnection?: boolean;
   /** Never answer (until aborted / the client goes away). */
   hang?: boolean;
   /** Only apply to this many more requests (default: all). */
@@ -57,6 +61,9 @@ export interface EngineSpec {
   bootstrapPort?: number;
   /** NIXL / Mooncake lease on pinned blocks, ms (default 30000). */
   leaseMs?: number;
+  /** Idle keep-alive timeout of the HTTP/1.1 listener, ms (default 5000, uvicorn's and so
+   *  `vllm serve`'s): clients that pool connections meet the close race vLLM has. */
+  keepAliveTimeoutMs?: number;
   /** Tokens per KV block (default 16). */
   blockSize?: number;
   latency?: Partial<SimLatency>;
@@ -147,6 +154,8 @@ export interface EngineStats {
   kvPullsCompleted?: number;
   /** Early releases this engine (as decode) sent to a prefill engine. Always present. */
   kvReleasesSent?: number;
+  /** Generation requests whose connection a dropConnection fault closed. Always present. */
+  connectionsDropped?: number;
   /** Requests running now. */
   activeRequests: number;
   recent: RecordedRequest[];

@@ -1,4 +1,29 @@
 // fetch for engine clients inside workerd: connect-web asks for redirect "error", which
 // workerd rejects, and an engine redirect must never be followed anyway (URLs stay as
 // configured), so "manual" is used and a redirect surfaces as an error status.
-export const engineFetch: typeof fetch = (input, init) => fetch(input, { ...init, redirect: "manual" });
+//
+// One immediate retry when the fetch fails before any response: vLLM's HTTP server (uvicorn)
+// closes idle keep-alive connections after 5 s, and a request written onto a pooled connection
+// just as the engine closes it fails with "Network connection lost" although the engine is
+// fine. Connections opened together go idle together, so the next pooled one may be just as
+// stale: a few immediate retries, each on another connection. Only replayable bodies are
+// retried and never after the caller's signal fired; a refused connection fails in
+// microseconds, so a down engine still fails fast.
+export const STALE_CONNECTION_RETRIES = 3;
+
+export const engineFetch: typeof fetch = async (input, init) => {
+  const options: RequestInit = { ...init, redirect: "manual" };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(input, options);
+    } catch (err) {
+      if (attempt >= STALE_CONNECTION_RETRIES || input instanceof Request || !retryableTransportFailure(err, options)) throw err;
+    }
+  }
+};
+
+function retryableTransportFailure(err: unknown, init: RequestInit): boolean {
+  if (init.signal?.aborted) return false;
+  if (init.body instanceof ReadableStream) return false; // consumed by the first attempt
+  return err instanceof Error && /network connection lost|connection reset|socket hang up|ECONNRESET/i.test(err.message);
+}

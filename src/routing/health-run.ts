@@ -39,6 +39,18 @@ export function probeTargets(plan: RegistryPlan, registry: readonly RegistryEngi
   return [...out.values()];
 }
 
+/** Config engines whose name the previous plan had at another URL or transport: a different
+ *  engine as far as health and breakers go (a redeploy re-pointed it, or a dev restart gave
+ *  the simulated engine a new port), so their shared state must start over rather than keep
+ *  routing by the old engine's record. */
+export function repointedTargets(prev: readonly ProbeTarget[], next: readonly ProbeTarget[]): string[] {
+  const before = new Map(prev.map((t) => [t.name, t]));
+  return next.filter((t) => {
+    const old = before.get(t.name);
+    return old !== undefined && (old.url !== t.url || old.transport !== t.transport);
+  }).map((t) => t.name);
+}
+
 /** A cron-triggered run is skipped when the alarm (or an earlier cron) ran within the last
  *  0.9 interval, so the two schedulers together never double the probe rate. */
 export function runIsDue(lastRunAt: number | undefined, intervalSecs: number, now: number): boolean {

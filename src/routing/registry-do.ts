@@ -10,7 +10,7 @@ import { parseConfig } from "../config/load.js";
 import { gatewayConfigSchema } from "../config/schema.js";
 import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
-import { applyProbeResults, probeTargets, registryPlan, runIsDue } from "./health-run.js";
+import { applyProbeResults, probeTargets, registryPlan, repointedTargets, runIsDue } from "./health-run.js";
 import { probeEngine } from "./probe.js";
 import { RegistryStore } from "./registry-store.js";
 import type {
@@ -287,6 +287,9 @@ export class EngineRegistry extends DurableObject<Env> {
     const plan = registryPlan(config);
     const text = JSON.stringify(plan);
     if (text === this.planText) return;
+    const repointed = this.plan ? repointedTargets(this.plan.configEngines, plan.configEngines) : [];
+    for (const name of repointed) this.forgetState(name);
+    if (repointed.length > 0) this.bump();
     this.plan = plan;
     this.planText = text;
     this.store.setMeta("plan", text);

@@ -123,6 +123,26 @@ describe("runHealthChecks", () => {
   });
 });
 
+describe("a config engine re-pointed to another URL", () => {
+  it("starts over: the old URL's not_ready health and open breaker do not follow the name", async () => {
+    const { grpc, raw, config } = setup({ failure_threshold: 1 });
+    const stub = registry();
+    await cluster.setFaults("g", { unhealthy: true });
+    expect((await stub.runHealthChecks(config)).health[grpc]?.status).toBe("not_ready");
+    await stub.reportOutcomes(Array.from({ length: 10 }, () => ({ engine: grpc, status: 503 })), { ...config.breaker, failure_threshold: 2 });
+    const stale = await stub.snapshot(config);
+    expect(stale.unchanged ? undefined : stale.breakers[grpc]?.state).toBe("open");
+
+    // Same name, healthy engine at another URL (a redeploy, or `npm start` restarted the sim).
+    const moved = loaded({ ...raw, models: { m: { ...raw.models.m, prefill: [{ ...raw.models.m.prefill[0]!, url: cluster.url("r") }] } } });
+    const fresh = await stub.snapshot(moved);
+    expect(fresh.unchanged).not.toBe(true);
+    expect(fresh.unchanged ? "unchanged" : fresh.health[grpc]).toBeUndefined();
+    expect(fresh.unchanged ? "unchanged" : fresh.breakers[grpc]).toBeUndefined();
+    expect((await stub.runHealthChecks(moved)).health[grpc]?.status).toBe("pending");
+  });
+});
+
 describe("alarm", () => {
   it("is armed by the first snapshot(), probes when it fires and re-arms itself", async () => {
     const { grpc, config } = setup({ interval_secs: 30 });

@@ -37,6 +37,30 @@ describe("prefill leg", () => {
     expect(gw.metrics.ofType("request")).toMatchObject([{ status: 502, errorCode: "prefill_request_failed", backend: "pd" }]);
   });
 
+  it.each([["prefill"], ["decode"]] as const)("a %s connection closed before any answer is retried on another connection, a bounded number of times", async (engine) => {
+    // Gateway retries are off (the fixture's default): only the engine client's own
+    // stale-connection retries are at work.
+    cluster = await startTestCluster({ engines: httpPairSpecs({ leaseMs: 500 }) });
+    const gw = testGateway(httpPairConfig(cluster));
+    await cluster.setFaults(engine, { dropConnection: true, count: 3 });
+    const ok = await post(gw, "/v1/chat/completions", chat());
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { choices: unknown[] }).choices).toHaveLength(1);
+    expect((await cluster.stats(engine)).connectionsDropped).toBe(3);
+
+    await cluster.setFaults(engine, { dropConnection: true, count: 10 });
+    const res = await post(gw, "/v1/chat/completions", chat());
+    const e = await errorOf(res);
+    expect(e).toMatchObject({ status: 502, code: `${engine}_request_failed` });
+    expect((await cluster.stats(engine)).connectionsDropped).toBe(3 + 4);
+    if (engine === "prefill") return expectNoPinnedBlocks(cluster);
+    // No decode engine ever saw the handoff, so none could take or reject it: the prefill's
+    // blocks wait for their lease, as in vLLM (VLLM_NIXL_ABORT_REQUEST_TIMEOUT).
+    expect((await cluster.stats("prefill")).handoffsPinned).toBe(1);
+    await eventually(() => expectNoPinnedBlocks(cluster!));
+    expect((await cluster.stats("prefill")).leasesExpired).toBe(1);
+  });
+
   it.each([
     [429, "resource_exhausted", "slow down"],
     [503, "unavailable", "warming up"],

@@ -141,3 +141,16 @@ it("an unreachable prefill engine: 503 prefill_worker_failed_to_start", async ()
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_worker_failed_to_start");
   expect((await cluster.stats("decode")).generateRequests).toBe(0);
 });
+
+it.each([["connect"], ["grpc-web"]] as const)("a prefill Generate (%s) whose connection closes before any answer is retried on another connection", async (transport) => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("prefill", { dropConnection: true, count: 2 });
+  const gw = testGateway({ ...pairConfig(cluster, { transport }), retry: { disabled: true } });
+  const out = await generate(gw, { requestId: `drop-${transport}`, input: { case: "text", value: PROMPT } });
+  expect(out.error).toBeUndefined();
+  expect((await cluster.stats("prefill")).connectionsDropped).toBe(2);
+  expect((await cluster.stats("prefill")).generateRequests).toBe(1);
+  await gw.settle();
+  expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual([["prefill", 200], ["decode", 200]]);
+  await eventually(() => expectNoPinnedBlocks(cluster!));
+});

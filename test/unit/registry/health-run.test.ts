@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../src/config/load.js";
 import { newHealth, type EngineHealth } from "../../../src/routing/health-state.js";
-import { applyProbeResults, configProbeTargets, probeTargets, registryPlan, runIsDue } from "../../../src/routing/health-run.js";
-import type { RegistryEngine } from "../../../src/routing/registry-types.js";
+import { applyProbeResults, configProbeTargets, probeTargets, registryPlan, repointedTargets, runIsDue } from "../../../src/routing/health-run.js";
+import type { ProbeTarget, RegistryEngine } from "../../../src/routing/registry-types.js";
 
 const config = parseConfig(
   JSON.stringify({
@@ -18,6 +18,20 @@ const config = parseConfig(
 const reg = (id: string, status: RegistryEngine["status"] = "active"): RegistryEngine => ({
   id, model: "a", role: "decode", url: `http://${id}:1`, transport: "connect", labels: {}, status, discovered: {},
   created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z",
+});
+
+describe("repointedTargets", () => {
+  const t = (name: string, url: string, transport: ProbeTarget["transport"] = "connect"): ProbeTarget => ({ name, url, transport });
+  it.each([
+    { case: "same plan", prev: [t("a", "http://a:1")], next: [t("a", "http://a:1")], want: [] },
+    { case: "new URL", prev: [t("a", "http://a:1")], next: [t("a", "http://a:2")], want: ["a"] },
+    { case: "new transport", prev: [t("a", "http://a:1")], next: [t("a", "http://a:1", "openai-http")], want: ["a"] },
+    { case: "engine added", prev: [], next: [t("a", "http://a:1")], want: [] },
+    { case: "engine removed", prev: [t("a", "http://a:1")], next: [], want: [] },
+    { case: "only the moved one", prev: [t("a", "http://a:1"), t("b", "http://b:1")], next: [t("a", "http://a:1"), t("b", "http://b:9")], want: ["b"] },
+  ])("$case", ({ prev, next, want }) => {
+    expect(repointedTargets(prev, next)).toEqual(want);
+  });
 });
 
 describe("targets", () => {
