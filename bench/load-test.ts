@@ -13,6 +13,7 @@ import { startWranglerDev, type WranglerDev } from "../scripts/wrangler-dev.js";
 import type { EngineStats } from "../sim/types.js";
 import { installSignalHandlers, onCleanup, runCleanups } from "./cleanup.js";
 import { rssMb as procRssMb } from "./proc.js";
+import { heapAfterGcMb } from "./profile.js";
 import { entryPort, startSim, type SimProcess } from "./targets.js";
 
 const args = new Map(process.argv.slice(2).flatMap((a, i, all) => (a.startsWith("--") ? [[a.slice(2), all[i + 1] ?? ""]] : [])));
@@ -98,6 +99,7 @@ async function main() {
   onCleanup("wrangler dev", () => gw.stop());
   const workerPid = gw.workerd().worker;
   const base = VIA === "dev" || workerPid === undefined ? gw.url : `http://127.0.0.1:${await entryPort(workerPid, "/health")}`;
+  const heapBefore = await heapAfterGcMb(gw.inspectorPort);
   console.log(`load: gateway at ${base} (workerd pid ${workerPid ?? "?"}), sim pid ${sim.pid}`);
   let open = 0;
   let completed = 0;
@@ -163,6 +165,7 @@ async function main() {
     clearInterval(sampler);
   }
   await new Promise((r) => setTimeout(r, 3_000)); // let leases, aborts and counters settle
+  const heapAfter = await heapAfterGcMb(gw.inspectorPort);
   const end = await stats(sim);
   const after = {
     blocksPinned: end.reduce((n, e) => n + e.blocksPinned, 0),
@@ -186,6 +189,7 @@ async function main() {
     streamsPerSecond: Math.round((completed / elapsed) * 10) / 10,
     peakOpen: Math.max(0, ...samples.map((s) => s.open)),
     maxPinnedDuringRun: Math.max(0, ...samples.map((s) => s.blocksPinned)),
+    heapAfterGcMb: { before: heapBefore, after: heapAfter },
     peakRssMb: Math.max(0, ...samples.map((s) => s.workerdRssMb ?? 0)),
     after,
     samples,
@@ -210,7 +214,7 @@ async function main() {
 const START = "<!-- load-test:start -->";
 const END = "<!-- load-test:end -->";
 
-async function writeLoadSection(r: { command: string; date: string; via: string; engineKeepAliveS: number; clientKeepAliveMs: number; streams: number; seconds: number; completed: number; errors: number; streamsPerSecond: number; peakOpen: number; maxPinnedDuringRun: number; peakRssMb: number; after: Record<string, number | undefined> }) {
+async function writeLoadSection(r: { command: string; date: string; via: string; engineKeepAliveS: number; clientKeepAliveMs: number; streams: number; seconds: number; completed: number; errors: number; streamsPerSecond: number; peakOpen: number; maxPinnedDuringRun: number; peakRssMb: number; heapAfterGcMb: { before?: number; after?: number }; after: Record<string, number | undefined> }) {
   const section = `${START}
 ## Load test (issue 7)
 
@@ -228,7 +232,8 @@ ${r.clientKeepAliveMs} ms (see "Reading the load test" below).
 | streams/s | ${r.streamsPerSecond} |
 | peak concurrently open | ${r.peakOpen} |
 | most KV blocks pinned at a sample (handoffs awaiting their pull) | ${r.maxPinnedDuringRun} |
-| workerd resident memory, peak | ${r.peakRssMb} MB |
+| workerd resident memory, peak (the process: isolates, allocator, inspector) | ${r.peakRssMb} MB |
+| the Worker isolate's JS heap, before / after the run (read after asking V8 for a full GC; an upper bound if it did not run) | ${r.heapAfterGcMb.before ?? "n/a"} / ${r.heapAfterGcMb.after ?? "n/a"} MB |
 | after the run: blocks pinned / engine requests running / gateway in-flight | ${r.after.blocksPinned} / ${r.after.engineActive} / ${r.after.gatewayInFlight ?? "n/a"} |
 | leases expired | ${r.after.leasesExpired} |
 ${END}`;

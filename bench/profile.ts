@@ -120,6 +120,28 @@ export async function profileDuring<T>(inspectorPort: number, work: () => Promis
   }
 }
 
+/** The isolate's JS heap after a full GC (MB): what counts against a Workers isolate's
+ *  128 MB, unlike the workerd process's resident memory. undefined when the inspector
+ *  does not answer. */
+export async function heapAfterGcMb(inspectorPort: number): Promise<number | undefined> {
+  let cdp: Cdp | undefined;
+  try {
+    cdp = await Cdp.connect(inspectorPort);
+    await cdp.send("Network.disable", {}, 10_000).catch(() => undefined);
+    // collectGarbage sometimes never answers through wrangler's inspector proxy: bounded, and
+    // the heap is read either way (then it includes garbage, an upper bound).
+    await cdp.send("HeapProfiler.enable", {}, 5_000).catch(() => undefined);
+    await cdp.send("HeapProfiler.collectGarbage", {}, 5_000).catch(() => undefined);
+    const h = await cdp.send<{ usedSize: number }>("Runtime.getHeapUsage", {}, 10_000);
+    return Math.round(h.usedSize / 1e5) / 10;
+  } catch (err) {
+    console.error(`heap: ${(err as Error).message}`);
+    return undefined;
+  } finally {
+    cdp?.close();
+  }
+}
+
 /** Line ranges of the modules in an esbuild bundle (esbuild marks each with `// path`). */
 export interface ModuleMap {
   starts: number[];

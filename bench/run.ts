@@ -121,13 +121,15 @@ async function main(): Promise<void> {
     };
 
     result.background = await quietMachine(log);
+    // Profiles first: after a few minutes of load wrangler's inspector proxy stops answering
+    // /json/list (it works again on a fresh wrangler dev).
+    if (wants("profiles")) result.profiles = await phase("profiles", () => takeProfiles(ctx, bundle.bundlePath));
     if (wants("overhead")) result.overhead = await phase("overhead", () => measureOverhead(ctx));
     if (wants("cpu")) result.cpu = await phase("cpu", () => measureCpu(ctx));
     if (wants("streaming")) result.streaming = await phase("streaming", () => measureStreaming(ctx));
     if (wants("fanout")) result.fanout = await phase("fanout", () => measureFanout(ctx));
     if (wants("scaling")) result.scaling = await phase("scaling", () => measureScaling(ctx));
     if (wants("memory")) result.footprint.memory = await phase("memory", () => measureMemory(ctx));
-    if (wants("profiles")) result.profiles = await phase("profiles", () => takeProfiles(ctx, bundle.bundlePath));
     if (wants("startup")) {
       result.footprint.startup = await phase("startup", () => measureStartups(ctx, bundle.dir, config, { gateway: gateway.dev.readyMs, passthrough: passthrough.dev.readyMs }));
       result.footprint.isolateStartup = await phase("isolate start-up", async () => {

@@ -2,13 +2,14 @@
 // workerd rejects, and an engine redirect must never be followed anyway (URLs stay as
 // configured), so "manual" is used and a redirect surfaces as an error status.
 //
-// One immediate retry when the fetch fails before any response: vLLM's HTTP server (uvicorn)
+// Immediate retries when the fetch fails before any response: vLLM's HTTP server (uvicorn)
 // closes idle keep-alive connections after 5 s, and a request written onto a pooled connection
 // just as the engine closes it fails with "Network connection lost" although the engine is
 // fine. Connections opened together go idle together, so the next pooled one may be just as
 // stale: a few immediate retries, each on another connection. Only replayable bodies are
 // retried and never after the caller's signal fired; a refused connection fails in
-// microseconds, so a down engine still fails fast.
+// microseconds, so a down engine still fails fast. The retries are not engine outcomes; only
+// the final answer is. docs/operations.md#engine-keep-alive has the engine-side fix.
 export const STALE_CONNECTION_RETRIES = 3;
 
 export const engineFetch: typeof fetch = async (input, init) => {

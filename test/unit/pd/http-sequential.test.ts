@@ -7,6 +7,7 @@ import { GatewayError } from "../../../src/pd/errors.js";
 import { UpstreamStatusError } from "../../../src/pd/http-errors.js";
 import { connectorMode, type EngineKvMeta } from "../../../src/pd/connector.js";
 import { readLegText } from "../../../src/backends/openai-http.js";
+import { STALE_CONNECTION_RETRIES } from "../../../src/backends/fetch.js";
 
 interface Call {
   url: string;
@@ -183,7 +184,8 @@ describe("errors (pd-reference 6)", () => {
     ["prefill 429", () => { handlers.prefill = () => json(429, '{"error":{"message":"slow down","code":429}}'); }, "prefill_upstream_error", 429, "slow down", 1],
     ["prefill 503 plain text", () => { handlers.prefill = () => new Response("overloaded", { status: 503 }); }, "prefill_upstream_error", 503, "overloaded", 1],
     ["prefill body breaks", () => { handlers.prefill = () => broken('{"kv_trans'); }, "prefill_read_failed", 502, undefined, 1],
-    ["decode transport error", () => { handlers.decode = () => { throw new TypeError("Network connection lost"); }; }, "decode_request_failed", 502, "Decode transport error: Network connection lost", 2],
+    // A lost connection is re-sent on another one (src/backends/fetch.ts) before it counts.
+    ["decode transport error", () => { handlers.decode = () => { throw new TypeError("Network connection lost"); }; }, "decode_request_failed", 502, "Decode transport error: Network connection lost", 1 + 1 + STALE_CONNECTION_RETRIES],
     ["decode 400", () => { handlers.decode = () => json(400, '{"error":{"message":"bad"}}'); }, "decode_bad_request", 400, "bad", 2],
     ["decode 404", () => { handlers.decode = () => json(404, '{"message":"no such model"}'); }, "decode_not_found", 404, "no such model", 2],
     ["decode 500", () => { handlers.decode = () => json(500, "{}"); }, "decode_internal_error", 500, "{}", 2],
