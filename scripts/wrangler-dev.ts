@@ -130,16 +130,18 @@ export async function startWranglerDev(config: unknown, timeoutMs = 90_000, opti
   });
   // Bounded: under heavy load wrangler logs a line per request, and an unbounded string
   // eventually exceeds V8's maximum length. The head (start-up) and a recent tail are kept.
-  let head = "";
+  let head: string | undefined; // set once the log is first cut
   let log = "";
   const append = (d: unknown) => {
     log += String(d);
-    if (head.length < LOG_HEAD_CHARS) head = log.slice(0, LOG_HEAD_CHARS);
-    if (log.length > 2 * LOG_TAIL_CHARS) log = log.slice(-LOG_TAIL_CHARS);
+    if (log.length > 2 * LOG_TAIL_CHARS) {
+      head ??= log.slice(0, LOG_HEAD_CHARS);
+      log = log.slice(-LOG_TAIL_CHARS);
+    }
   };
   child.stdout?.on("data", append);
   child.stderr?.on("data", append);
-  const fullLog = () => (log.startsWith(head) ? log : `${head}\n[... log truncated ...]\n${log}`);
+  const fullLog = () => (head === undefined ? log : `${head}\n[... log truncated ...]\n${log}`);
   const url = `http://127.0.0.1:${port}`;
   let seen: { proxy?: number; worker?: number } = {};
   const workerd = () => {

@@ -18,9 +18,6 @@ const RPC_PREFIX = "/vllm.grpc.engine.VllmEngine/";
 
 export class ListenError extends Error {}
 
-/** uvicorn's timeout_keep_alive default, which `vllm serve` keeps (VLLM_HTTP_TIMEOUT_KEEP_ALIVE). */
-const DEFAULT_KEEP_ALIVE_MS = 5_000;
-
 /** Generation requests on the HTTP/1.1 listener: the OpenAI routes and the Generate RPC. */
 function isGeneration(req: http.IncomingMessage): boolean {
   if (req.method !== "POST") return false;
@@ -91,7 +88,7 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
       }
       else engineHttpHandler(engine, req, res);
     });
-    h1.keepAliveTimeout = spec.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS;
+    h1.keepAliveTimeout = engine.cfg.keepAliveTimeoutMs;
     const main = await listen(h1, spec.port ?? 0, where("port"));
     listeners.push(main);
     engine.httpPort = main.port;

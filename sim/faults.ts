@@ -99,36 +99,29 @@ export class FaultBook {
     return this.faults.some((f) => f.unhealthy === true);
   }
 
-  /** The fault to apply to a new request on `leg`: the request's own header fault wins. */
   /** The next malformedResponse fault (any leg: it is applied before the body is read). */
   takeMalformed(): "garbage" | "truncated" | undefined {
-    const i = this.faults.findIndex((f) => f.malformedResponse !== undefined);
-    if (i < 0) return undefined;
-    const f = this.faults[i]!;
-    if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
-    return f.malformedResponse;
+    return this.consume((f) => f.malformedResponse !== undefined)?.malformedResponse;
   }
 
   /** Whether the next dropConnection fault applies (any leg: applied before the body is read). */
   takeDropConnection(): boolean {
-    const i = this.faults.findIndex((f) => f.dropConnection === true);
-    if (i < 0) return false;
-    const f = this.faults[i]!;
-    if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
-    return true;
+    return this.consume((f) => f.dropConnection === true) !== undefined;
   }
 
+  /** The fault to apply to a new request on `leg`: the request's own header fault wins. */
   take(leg: Leg, perRequest: SimFault | undefined): SimFault | undefined {
-    if (perRequest && affectsRequests(perRequest) && (perRequest.leg === undefined || perRequest.leg === leg)) {
-      return perRequest;
-    }
-    const i = this.faults.findIndex((f) => affectsRequests(f) && (f.leg === undefined || f.leg === leg));
+    const matches = (f: SimFault) => affectsRequests(f) && (f.leg === undefined || f.leg === leg);
+    if (perRequest && matches(perRequest)) return perRequest;
+    return this.consume(matches);
+  }
+
+  /** The first engine fault that matches, one use of its `count` spent (removed at 0). */
+  private consume(matches: (f: SimFault) => boolean): SimFault | undefined {
+    const i = this.faults.findIndex(matches);
     if (i < 0) return undefined;
     const f = this.faults[i]!;
-    if (f.count !== undefined) {
-      f.count -= 1;
-      if (f.count <= 0) this.faults.splice(i, 1);
-    }
+    if (f.count !== undefined && --f.count <= 0) this.faults.splice(i, 1);
     return f;
   }
 }

@@ -13,6 +13,8 @@ export const DEFAULT_LATENCY: Required<SimLatency> = {
 };
 export const DEFAULT_MODEL = "sim-model";
 export const DEFAULT_LEASE_MS = 30_000;
+/** uvicorn's timeout_keep_alive default, which `vllm serve` keeps (VLLM_HTTP_TIMEOUT_KEEP_ALIVE). */
+export const DEFAULT_KEEP_ALIVE_MS = 5_000;
 export const DEFAULT_BLOCK_SIZE = 16;
 export const DEFAULT_CAPACITY_BLOCKS = 8192;
 export const DEFAULT_RECENT = 50;
@@ -125,6 +127,7 @@ export interface EngineConfig {
   dataParallelSize: number;
   model: string;
   leaseMs: number;
+  keepAliveTimeoutMs: number;
   blockSize: number;
   kvCapacityBlocks: number;
   kvHandoffByDefault: boolean;
@@ -141,6 +144,7 @@ export function engineConfig(spec: EngineSpec, recentRequests = DEFAULT_RECENT):
     dataParallelSize: spec.dataParallelSize ?? 1,
     model: spec.model ?? DEFAULT_MODEL,
     leaseMs: spec.leaseMs ?? DEFAULT_LEASE_MS,
+    keepAliveTimeoutMs: spec.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS,
     blockSize: spec.blockSize ?? DEFAULT_BLOCK_SIZE,
     kvCapacityBlocks: spec.kvCapacityBlocks ?? DEFAULT_CAPACITY_BLOCKS,
     kvHandoffByDefault: spec.kvHandoffByDefault ?? false,

@@ -18,13 +18,16 @@ export const engineFetch: typeof fetch = async (input, init) => {
     try {
       return await fetch(input, options);
     } catch (err) {
-      if (attempt >= STALE_CONNECTION_RETRIES || input instanceof Request || !retryableTransportFailure(err, options)) throw err;
+      if (attempt >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
     }
   }
 };
 
-function retryableTransportFailure(err: unknown, init: RequestInit): boolean {
-  if (init.signal?.aborted) return false;
-  if (init.body instanceof ReadableStream) return false; // consumed by the first attempt
-  return err instanceof Error && /network connection lost|connection reset|socket hang up|ECONNRESET/i.test(err.message);
+/** workerd's error for a connection that closed (or refused) before any response. */
+const CONNECTION_LOST = /network connection lost/i;
+
+function canResend(input: RequestInfo | URL, init: RequestInit, err: unknown): boolean {
+  // A Request's body and a stream body were consumed by the first attempt.
+  if (input instanceof Request || init.body instanceof ReadableStream) return false;
+  return !init.signal?.aborted && err instanceof Error && CONNECTION_LOST.test(err.message);
 }

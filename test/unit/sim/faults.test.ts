@@ -1,6 +1,7 @@
 // Fault injection per engine (POST/DELETE /sim/faults) and per request (x-sim-fault), on the
 // gRPC and OpenAI surfaces.
 import { Code, ConnectError } from "@connectrpc/connect";
+import { connect } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { RunningCluster } from "../../../sim/types.js";
 import {
@@ -150,5 +151,44 @@ describe("OpenAI faults", () => {
     expect(await p).toBe("AbortError");
     await waitFor(async () => (await stats(c.engine("e"))).streamsCancelled === 1);
     expect((await stats(c.engine("e"))).activeRequests).toBe(0);
+  });
+});
+
+describe("connection-level behaviour", () => {
+  const body = { model: "sim-model", prompt: "fault prompt here", max_tokens: 4, ignore_eos: true };
+
+  it("dropConnection closes a generation request's connection unanswered, count times, and leaves other routes alone", async () => {
+    await setFaults({ dropConnection: true, count: 2 });
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    for (let i = 0; i < 2; i++) await expect(postJson(`${url}/v1/completions`, body)).rejects.toThrow();
+    expect((await postJson(`${url}/v1/completions`, body)).status).toBe(200);
+    const s = await stats(c.engine("e"));
+    expect(s.connectionsDropped).toBe(2);
+    expect(s.generateRequests).toBe(1);
+  });
+
+  it("rejects a non-boolean dropConnection naming the field", async () => {
+    const r = await postJson(`${url}/sim/faults`, { dropConnection: "yes" });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: string }).error).toContain("dropConnection");
+  });
+
+  it("an idle connection is closed after keepAliveTimeoutMs (default 5 s, uvicorn's), as vLLM does", async () => {
+    expect((await fetch(`${url}/health`)).headers.get("keep-alive")).toBe("timeout=5");
+    const k = await cluster([{ name: "k", role: "both", kvConnector: "none", latency: FAST, keepAliveTimeoutMs: 300 }]);
+    try {
+      const { port } = new URL(k.engine("k").url);
+      const idleMs = await new Promise<number>((resolve, reject) => {
+        let answeredAt = 0;
+        const sock = connect(Number(port), "127.0.0.1", () => sock.write("GET /health HTTP/1.1\r\nHost: sim\r\n\r\n"));
+        sock.once("data", () => (answeredAt = Date.now()));
+        sock.once("close", () => resolve(Date.now() - answeredAt));
+        sock.once("error", reject);
+      });
+      expect(idleMs).toBeGreaterThanOrEqual(250);
+      expect(idleMs).toBeLessThan(4_500); // well before the 5 s default would close it
+    } finally {
+      await k.close();
+    }
   });
 });
