@@ -1,13 +1,17 @@
 // Builds the Hono app: the per-request gateway context first, then CORS, limits, data-plane
-// auth and rate limiting, then the surfaces. All middleware is composed here.
+// auth and rate limiting, then the surfaces. All middleware is composed here, once; each app
+// owns its isolate state (a test builds a fresh app instead of resetting module state).
 import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
-import { mountDevMetrics } from "./metrics/dev-route.js";
-import { breakerRecordingSink } from "./routing/outcomes.js";
-import { reportOutcome, routingSnapshot } from "./routing/snapshot.js";
+import type { EventSink } from "./metrics/events.js";
+import { mountDevMetrics } from "./api/admin/dev-metrics.js";
+import { createIsolateState, type IsolateState } from "./routing/isolate.js";
+import { outcomeReporter } from "./routing/outcomes.js";
+import { OPEN_OWNER } from "./routing/client-requests.js";
+import type { PipelineContext } from "./routing/pipeline.js";
 import { ENGINE_SERVICE_PATH, handleEngineRpc } from "./api/engine/router.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { adminRoutes } from "./api/admin/routes.js";
@@ -18,23 +22,41 @@ import { rateLimit } from "./middleware/rate-limit.js";
 
 type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
 
-/** Metrics sink for one request: engine outcomes feed this isolate's circuit breakers and the
- *  registry's shared ones, and breaker transitions are recorded as events. */
-function requestSink(env: Env, config: LoadedConfig, waitUntil: (p: Promise<unknown>) => void) {
-  const sink = createEventSink(env.METRICS);
-  return breakerRecordingSink(
-    sink,
-    config.breaker,
-    (engine, model, t) => sink.emit({ type: "breaker_transition", model, engine, from: t.from, to: t.to }),
-    (engine, status) => reportOutcome(env, { engine, status }, { config, waitUntil }),
-  );
+interface RequestScope {
+  env: Env;
+  config: LoadedConfig;
+  isolate: IsolateState;
+  events: EventSink;
+  clientSignal: AbortSignal;
+  waitUntil(p: Promise<unknown>): void;
 }
 
-export function createApp() {
+/** The pipeline's context for one request to `model`: engine outcomes feed this isolate's
+ *  breakers, the registry's shared ones, and the metrics. */
+function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: string): PipelineContext {
+  return {
+    config: s.config,
+    routing: gw().routing,
+    isolate: s.isolate,
+    events: s.events,
+    clientSignal: s.clientSignal,
+    waitUntil: s.waitUntil,
+    outcomes: outcomeReporter({
+      model,
+      events: s.events,
+      breakers: s.isolate.breakers,
+      settings: s.config.breaker,
+      capacityStatusCodes: s.config.retry.capacity_status_codes,
+      share: (engine, status) => s.isolate.registry.reportOutcome(s.env, { engine, status }, { config: s.config, waitUntil: s.waitUntil }),
+    }),
+  };
+}
+
+export function createApp(isolate: IsolateState = createIsolateState()) {
   const app = new Hono<AppEnv>();
 
   app.get("/health", (c) => c.json({ status: "ok" }));
-  mountDevMetrics(app); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
+  mountDevMetrics(app, isolate); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
 
   app.use("*", async (c, next) => {
     let config;
@@ -49,13 +71,18 @@ export function createApp() {
     }
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
-    c.set("gateway", {
+    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil };
+    const gateway: GatewayContext = {
       config,
-      routing: routingSnapshot(c.env, config, waitUntil),
-      events: requestSink(c.env, config, waitUntil),
+      routing: isolate.registry.snapshot(c.env, config, waitUntil),
+      isolate,
+      events: scope.events,
       waitUntil,
-      clientSignal: c.req.raw.signal,
-    });
+      clientSignal: scope.clientSignal,
+      owner: OPEN_OWNER,
+      pipeline: (model) => pipelineContext(scope, () => gateway, model),
+    };
+    c.set("gateway", gateway);
     await next();
   });
   app.use("*", corsFromConfig());

@@ -2,16 +2,24 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { LoadedConfig } from "./config/load.js";
 import type { EventSink } from "./metrics/events.js";
+import type { IsolateState } from "./routing/isolate.js";
+import type { PipelineContext } from "./routing/pipeline.js";
 import type { RoutingSnapshot } from "./routing/snapshot.js";
 
 export interface GatewayContext {
   config: LoadedConfig;
   /** Engines to route to (config merged with the registry) and their shared health/breakers. */
   routing: RoutingSnapshot;
+  /** What this isolate remembers between requests. */
+  isolate: IsolateState;
   events: EventSink;
   waitUntil(promise: Promise<unknown>): void;
   /** Fires when the client goes away (request.signal with enable_request_signal). */
   clientSignal: AbortSignal;
+  /** Who sent the request: the data-plane credential's tag, or "open". Scopes Abort. */
+  owner: string;
+  /** The generation pipeline's context for a request to `model`. */
+  pipeline(model: string): PipelineContext;
 }
 
 export const gatewayContextKey = createContextKey<GatewayContext | undefined>(undefined, {

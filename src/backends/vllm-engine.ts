@@ -3,14 +3,13 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { VllmEngine } from "../gen/vllm_engine_pb.js";
-import type { EngineConfig } from "../config/schema.js";
 import { engineFetch } from "./fetch.js";
 
 export type VllmEngineClient = Client<typeof VllmEngine>;
 
 const clients = new Map<string, VllmEngineClient>();
 
-export function vllmEngineClient(engine: Pick<EngineConfig, "url" | "transport">): VllmEngineClient {
+export function vllmEngineClient(engine: { url: string; transport: string }): VllmEngineClient {
   const key = `${engine.transport} ${engine.url}`;
   let client = clients.get(key);
   if (!client) {

@@ -105,10 +105,13 @@ export const gatewayConfigSchema = z
         jitter_factor: z.number().min(0).max(1).default(0.2),
         /** Budget for all backoff sleeps of one request. */
         max_total_backoff_ms: z.number().int().min(0).default(5_000),
+        /** Engine statuses that mean "full": retried on another engine, never a breaker
+         *  success or failure (upstream capacity pushback). */
+        capacity_status_codes: z.array(z.number().int().min(400).max(599)).default([429]),
         disabled: z.boolean().default(false),
       })
       .strict()
-      .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, disabled: false }),
+      .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, capacity_status_codes: [429], disabled: false }),
     /** Engines added at run time through the admin API. */
     registry: z
       .object({

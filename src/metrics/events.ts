@@ -1,12 +1,9 @@
 // Typed events the request path emits. Emitting is synchronous and never throws: sinks
 // buffer or hand off, so metrics can neither block nor break a request.
-import type { ConnectorModeName } from "../pd/connector.js";
-import type { KvInjection } from "../pd/grpc-requests.js";
-import type { BreakerState } from "../routing/breaker.js";
+import type { BreakerState, ConnectorModeName, KvInjection, Leg, SkipReason, Surface } from "../core/types.js";
 import type { PolicyName } from "../config/schema.js";
 
-export type Surface = "engine" | "openai";
-export type Leg = "prefill" | "decode" | "regular";
+export type { Leg, Surface } from "../core/types.js";
 
 /** One per PD request whose decode leg was established (upstream's success-only PD signals). */
 export interface PdDecisionEvent {
@@ -15,8 +12,8 @@ export interface PdDecisionEvent {
   surface: Surface;
   connectorMode: ConnectorModeName;
   prefill: "ran" | "skipped";
-  /** Why the leg was skipped (only "fanout" today). */
-  skipReason?: "fanout";
+  /** Why the leg was skipped. */
+  skipReason?: SkipReason;
   kvInjection: KvInjection;
   n: number;
   prefillEngine: string;

@@ -12,7 +12,7 @@
 // Compatibility: positions of a version are frozen; new fields are only appended. Moving or
 // re-purposing a position needs a new SCHEMA_VERSION.
 import type { GatewayEvent, PdDecisionEvent, StreamCompleteEvent, EngineOutcomeEvent } from "./events.js";
-import { RETRYABLE_STATUSES } from "../pd/errors.js";
+import { RETRYABLE_STATUSES } from "../core/errors.js";
 import { fitBlobs, MAX_INDEX_BYTES, truncateUtf8 } from "./limits.js";
 
 export const SCHEMA_VERSION = "v1";

@@ -22,6 +22,10 @@ function keyDigests(source: string): Promise<Uint8Array[]> {
   return cachedKeys.digests;
 }
 
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** Constant-time equality of two equal-length digests. */
 export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
@@ -53,6 +57,8 @@ export function dataPlaneAuth(): MiddlewareHandler<{ Bindings: Env; Variables: {
       return reject(c.req.raw, 401, "invalid_api_key", message, { "www-authenticate": 'Bearer realm="vllm-edge-gateway"' });
     }
     c.set("apiKey", token);
+    // The credential's tag scopes engine-side request ids and Abort (routing/client-requests.ts).
+    c.get("gateway").owner = hex(await sha256(token)).slice(0, 12);
     return next();
   };
 }

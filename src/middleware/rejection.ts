@@ -2,7 +2,7 @@
 // caller's own protocol: gRPC-web gets a trailers-only response, Connect a Connect error
 // JSON, everything else the OpenAI error shape. All carry x-gateway-error-code.
 import { Code } from "@connectrpc/connect";
-import { connectCodeForStatus } from "../pd/errors.js";
+import { connectCodeForStatus } from "../core/errors.js";
 
 const CONNECT_CODE_NAMES: Partial<Record<Code, string>> = {
   [Code.InvalidArgument]: "invalid_argument",

@@ -1,29 +1,17 @@
 // KV connector mode, derived from the prefill engine's metadata (pd-reference 2.1), and the
 // exact KV-params JSON each mode puts on the wire. Pure: no I/O, no clock.
+import type { EngineKvMeta } from "../core/kv-meta.js";
+import type { ConnectorModeName as ModeName } from "../core/types.js";
 
-/** What the gateway knows about an engine's KV setup: discovered (GetServerInfo) with the
- *  config's overrides applied. */
-export interface EngineKvMeta {
-  /** "NixlConnector", "MooncakeConnector", anything else (or absent) = passthrough. */
-  kvConnector?: string;
-  /** Base kv_transfer_config.engine_id; "" = none. */
-  kvEngineId?: string;
-  /** data_parallel_size; unset = 1. */
-  dpSize?: number;
-  /** Pinned DP rank of this engine entry, if DP-aware. */
-  dpRank?: number;
-  /** Host part of the engine URL (Mooncake bootstrap host). */
-  bootstrapHost: string;
-  /** Mooncake bootstrap port (default 8998). */
-  bootstrapPort?: number;
-}
+export type { EngineKvMeta } from "../core/kv-meta.js";
+export { bootstrapHostOf } from "../core/kv-meta.js";
 
 export type ConnectorMode =
   | { kind: "nixl" }
   | { kind: "passthrough" }
   | { kind: "mooncake"; host: string; port: number; engineId?: string };
 
-export type ConnectorModeName = ConnectorMode["kind"];
+export type ConnectorModeName = ModeName;
 
 export const DEFAULT_MOONCAKE_BOOTSTRAP_PORT = 8998;
 
@@ -72,12 +60,6 @@ export function mooncakeDecodeParamsJson(transferId: string, engineId: string, h
     remote_engine_id: engineId,
     remote_bootstrap_addr: `http://${formatHost(host)}:${port}`,
   });
-}
-
-/** Host of an engine URL for bootstrap addressing: brackets dropped, DP suffix "@N" stripped. */
-export function bootstrapHostOf(url: string): string {
-  const host = new URL(url).hostname.replace(/@\d+$/, "");
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
 }
 
 function formatHost(host: string): string {

@@ -1,5 +1,6 @@
 // The one decision on whether a PD request's prefill leg runs. Both executors (gRPC in
-// grpc-sequential.ts, HTTP in http-sequential.ts) call this and nothing else decides it.
+// plan.ts, for every transport) calls this and nothing else decides it.
+import type { SkipReason } from "../core/types.js";
 
 export interface SkipPrefillInputs {
   /** n <= 1: the single-consumer KV handoff can be relayed to decode. With n > 1 every decode
@@ -39,6 +40,6 @@ export function relayKvParams(n: number | undefined | null): boolean {
 }
 
 /** The value of the `x-pd-prefill` header for a decision. */
-export function prefillDecisionHeader(skipped: boolean): string {
-  return skipped ? "skipped; reason=fanout" : "ran";
+export function prefillDecisionHeader(skipReason: SkipReason | undefined): string {
+  return skipReason !== undefined ? `skipped; reason=${skipReason}` : "ran";
 }

@@ -1,8 +1,10 @@
 // Circuit breaker state machine per engine (pd-reference 7.4): consecutive-count, upstream
 // semantics. Pure: the caller passes the clock, so a table test reaches every transition.
-import { RETRYABLE_STATUSES } from "../pd/errors.js";
+import { RETRYABLE_STATUSES } from "../core/errors.js";
 
-export type BreakerState = "closed" | "open" | "half_open";
+import type { BreakerState } from "../core/types.js";
+
+export type { BreakerState } from "../core/types.js";
 
 export interface BreakerSettings {
   failure_threshold: number;

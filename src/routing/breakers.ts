@@ -3,31 +3,24 @@
 // reacts at once, without waiting for a snapshot refresh.
 import { canExecute, newBreaker, recordOutcome, type Breaker, type BreakerSettings, type BreakerTransition } from "./breaker.js";
 
-const breakers = new Map<string, Breaker>();
+export class LocalBreakers {
+  private readonly byEngine = new Map<string, Breaker>();
 
-function breakerOf(engine: string, now: number): Breaker {
-  let b = breakers.get(engine);
-  if (!b) {
-    b = newBreaker(now);
-    breakers.set(engine, b);
+  admits(engine: string, s: BreakerSettings, now: number = Date.now()): boolean {
+    const b = this.byEngine.get(engine);
+    return b === undefined || canExecute(b, s, now);
   }
-  return b;
-}
 
-export function engineAdmitted(engine: string, s: BreakerSettings, now: number = Date.now()): boolean {
-  const b = breakers.get(engine);
-  return b === undefined || canExecute(b, s, now);
-}
+  record(engine: string, status: number, s: BreakerSettings, now: number = Date.now()): BreakerTransition | undefined {
+    let b = this.byEngine.get(engine);
+    if (!b) {
+      b = newBreaker(now);
+      this.byEngine.set(engine, b);
+    }
+    return recordOutcome(b, s, status, now);
+  }
 
-export function recordEngineOutcome(engine: string, status: number, s: BreakerSettings, now: number = Date.now()): BreakerTransition | undefined {
-  return recordOutcome(breakerOf(engine, now), s, status, now);
-}
-
-export function localBreakerState(engine: string): Breaker | undefined {
-  return breakers.get(engine);
-}
-
-/** Forget all breakers (tests). */
-export function resetLocalBreakers(): void {
-  breakers.clear();
+  state(engine: string): Breaker | undefined {
+    return this.byEngine.get(engine);
+  }
 }

@@ -9,7 +9,7 @@ import { engineRouteUrl } from "../backends/openai-http.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import type { EngineTransport } from "../config/schema.js";
 import type { GetModelInfoResponseSchema, GetServerInfoResponseSchema } from "../gen/vllm_engine_pb.js";
-import { GatewayError } from "../pd/errors.js";
+import { GatewayError } from "../core/errors.js";
 import type { DiscoveredMeta } from "./registry-types.js";
 
 type ServerInfo = MessageShape<typeof GetServerInfoResponseSchema>;

@@ -2,10 +2,10 @@
 // background per isolate and cached for `loads.ttl_ms`; the hot path only reads the cache.
 // An engine without a reading (openai-http engines, or before the first poll) falls back to
 // this isolate's in-flight count.
+import type { LoadedModel } from "../config/load.js";
 import type { EngineConfig } from "../config/schema.js";
-import type { GatewayContext } from "../context.js";
+import type { EngineLoads } from "../core/in-flight.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
-import { engineLoad } from "./load.js";
 
 interface Reading {
   at: number;
@@ -14,27 +14,46 @@ interface Reading {
   polling: boolean;
 }
 
-const readings = new Map<string, Reading>();
 const POLL_TIMEOUT_MS = 2_000;
 
-export function loadFunction(gw: GatewayContext, now: () => number = Date.now): (engine: string) => number {
-  if (!gw.config.loads.enabled) return engineLoad;
-  const byName = new Map<string, EngineConfig>();
-  for (const pools of Object.values(gw.routing.models)) {
-    for (const e of [...pools.prefill, ...pools.decode, ...pools.regular]) byName.set(e.name, e);
-  }
-  return (name) => {
-    const engine = byName.get(name);
-    if (!engine || engine.transport === "openai-http") return engineLoad(name);
-    const r = readings.get(name) ?? { at: 0, polling: false };
-    if (!r.polling && now() - r.at >= gw.config.loads.ttl_ms) {
-      r.polling = true;
-      readings.set(name, r);
-      gw.waitUntil(poll(engine, r, now));
+export interface LoadSources {
+  settings: { enabled: boolean; ttl_ms: number };
+  models: Record<string, LoadedModel>;
+  local: EngineLoads;
+  waitUntil(promise: Promise<unknown>): void;
+  now?: () => number;
+}
+
+export class EngineLoadReadings {
+  private readonly readings = new Map<string, Reading>();
+
+  /** The load function a selection uses for this request. */
+  loadFunction(s: LoadSources): (engine: string) => number {
+    const local = (name: string) => s.local.load(name);
+    if (!s.settings.enabled) return local;
+    const now = s.now ?? Date.now;
+    const byName = new Map<string, EngineConfig>();
+    for (const pools of Object.values(s.models)) {
+      for (const e of [...pools.prefill, ...pools.decode, ...pools.regular]) byName.set(e.name, e);
     }
-    // The engine's own count plus what this isolate sent since the last poll.
-    return r.queued !== undefined ? r.queued + engineLoad(name) : engineLoad(name);
-  };
+    return (name) => {
+      const engine = byName.get(name);
+      if (!engine || engine.transport === "openai-http") return local(name);
+      const r = this.readings.get(name) ?? { at: 0, polling: false };
+      if (!r.polling && now() - r.at >= s.settings.ttl_ms) {
+        r.polling = true;
+        this.readings.set(name, r);
+        s.waitUntil(poll(engine, r, now));
+      }
+      // The engine's own count plus what this isolate sent since the last poll.
+      return r.queued !== undefined ? r.queued + local(name) : local(name);
+    };
+  }
+
+  /** The engine's last reported queue (running + waiting), if any. */
+  queued(engine: string): number | undefined {
+    return this.readings.get(engine)?.queued;
+  }
 }
 
 async function poll(engine: EngineConfig, r: Reading, now: () => number): Promise<void> {
@@ -47,9 +66,4 @@ async function poll(engine: EngineConfig, r: Reading, now: () => number): Promis
     r.at = now();
     r.polling = false;
   }
-}
-
-/** Forget all readings (tests). */
-export function resetEngineLoads(): void {
-  readings.clear();
 }

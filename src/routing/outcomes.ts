@@ -1,29 +1,33 @@
-// Engine outcomes feed the circuit breakers: a sink wrapper that records every
-// engine_outcome event on this isolate's breaker for that engine (and shares it with the
-// registry's breakers), then passes the event on.
-// Both executors emit outcomes, so both surfaces get breakers without knowing about them.
-import type { EventSink, GatewayEvent } from "../metrics/events.js";
-import type { BreakerSettings, BreakerTransition } from "./breaker.js";
-import { recordEngineOutcome } from "./breakers.js";
+// Engine outcomes, reported by the executor through one explicit call: each feeds this
+// isolate's breaker for the engine and the registry's shared one, and becomes an
+// engine_outcome event. Capacity pushback (429 by default) is neither a success nor a
+// failure for a breaker (upstream smg PR 2163), though the attempt is still retried.
+import type { EngineTarget, Leg } from "../core/types.js";
+import type { EventSink } from "../metrics/events.js";
+import type { OutcomeReporter } from "../pd/leg.js";
+import type { BreakerSettings } from "./breaker.js";
+import type { LocalBreakers } from "./breakers.js";
 
-export function breakerRecordingSink(
-  inner: EventSink,
-  settings: BreakerSettings,
-  onTransition?: (engine: string, model: string, t: BreakerTransition) => void,
-  /** Also hand each outcome on (to the registry's shared breakers), fire-and-forget. */
-  share?: (engine: string, status: number) => void,
-): EventSink {
+export interface OutcomeReporterOptions {
+  model: string;
+  events: EventSink;
+  breakers: LocalBreakers;
+  settings: BreakerSettings;
+  capacityStatusCodes: readonly number[];
+  /** Hands the outcome on to the registry's shared breakers, fire-and-forget. */
+  share?(engine: string, status: number): void;
+}
+
+export function outcomeReporter(o: OutcomeReporterOptions): OutcomeReporter {
   return {
-    emit(event: GatewayEvent) {
-      if (event.type === "engine_outcome") {
-        share?.(event.engine, event.status);
-        const t = recordEngineOutcome(event.engine, event.status, settings);
-        if (t) {
-          console.warn(JSON.stringify({ msg: "circuit breaker transition", engine: event.engine, from: t.from, to: t.to }));
-          onTransition?.(event.engine, event.model, t);
-        }
-      }
-      inner.emit(event);
+    report(engine: EngineTarget, leg: Leg, status: number) {
+      o.events.emit({ type: "engine_outcome", model: o.model, engine: engine.name, leg, status });
+      if (o.capacityStatusCodes.includes(status)) return;
+      o.share?.(engine.name, status);
+      const t = o.breakers.record(engine.name, status, o.settings);
+      if (!t) return;
+      console.warn(JSON.stringify({ msg: "circuit breaker transition", engine: engine.name, from: t.from, to: t.to }));
+      o.events.emit({ type: "breaker_transition", model: o.model, engine: engine.name, from: t.from, to: t.to });
     },
   };
 }

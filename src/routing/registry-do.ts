@@ -5,7 +5,6 @@
 // health.interval_secs (alarms, unlike cron, go below a minute); the Worker's cron trigger
 // only makes sure that alarm is alive.
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env.js";
 import { parseConfig } from "../config/load.js";
 import { gatewayConfigSchema } from "../config/schema.js";
 import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "./breaker.js";
@@ -33,7 +32,12 @@ const MAX_OUTCOMES_PER_CALL = 1_000;
 let defaults: ReturnType<typeof gatewayConfigSchema.parse> | undefined;
 const configDefaults = () => (defaults ??= gatewayConfigSchema.parse({ models: {} }));
 
-export class EngineRegistry extends DurableObject<Env> {
+/** The bindings the registry object reads (a subset of the Worker's Env). */
+export interface RegistryEnv {
+  GATEWAY_CONFIG?: string;
+}
+
+export class EngineRegistry extends DurableObject<RegistryEnv> {
   private readonly store: RegistryStore;
   private readonly engines: Map<string, RegistryEngine>;
   private health: Map<string, EngineHealth>;
@@ -48,7 +52,7 @@ export class EngineRegistry extends DurableObject<Env> {
   /** The health run in progress: alarm, cron and explicit calls share it instead of overlapping. */
   private running: Promise<HealthRunReport> | undefined;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: RegistryEnv) {
     super(ctx, env);
     this.store = new RegistryStore(ctx.storage.sql);
     this.engines = new Map(this.store.loadEngines().map((e) => [e.id, e]));

@@ -1,6 +1,6 @@
 // Retry decisions (pd-reference 2.10, 7.5). Pure: the executor asks whether to try again and
 // how long to wait; it never retries once a byte has reached the client.
-import { RETRYABLE_STATUSES } from "../pd/errors.js";
+import { RETRYABLE_STATUSES } from "../core/errors.js";
 
 export interface RetrySettings {
   max_retries: number;

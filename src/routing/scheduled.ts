@@ -2,12 +2,12 @@
 // asks it for a health run if one is due. The object's own alarm is the real schedule (it can
 // go below a minute); the cron is the watchdog that starts it after a deploy and revives it
 // should it ever lapse. A run the alarm made recently is not repeated (runIsDue).
-import type { Env } from "../env.js";
+import type { RegistryNamespace } from "./registry-client.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { registryStub } from "./registry-client.js";
 import type { HealthRunReport } from "./registry-types.js";
 
-export async function scheduledHealthChecks(env: Env): Promise<HealthRunReport | undefined> {
+export async function scheduledHealthChecks(env: { GATEWAY_CONFIG?: string; REGISTRY?: RegistryNamespace }): Promise<HealthRunReport | undefined> {
   if (!env.REGISTRY) return undefined;
   let config;
   try {

@@ -4,7 +4,7 @@
 import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
 import { choose } from "./policies.js";
-import { engineLoad } from "./load.js";
+
 
 export interface SelectOptions {
   /** Engine pools to pick from (config merged with the registry); default: the config's. */
@@ -14,7 +14,8 @@ export interface SelectOptions {
   /** Engines to avoid (failed earlier attempts). */
   exclude?: ReadonlySet<string>;
   routingKey?: string;
-  prefixKey?: string;
+  /** The prompt's affinity key; a function so it is computed only for prefix_hash pools. */
+  prefixKey?: string | (() => string | undefined);
   load?: (engine: string) => number;
   random?: () => number;
   /** Told each pick (for engine_selection metrics). */
@@ -56,9 +57,9 @@ function pick(model: string, role: "prefill" | "decode" | "regular", pool: Engin
   const i = choose(pools.policy[role], {
     candidates: candidates.map((e) => e.name),
     stateKey: `${model}\u0000${role}`,
-    load: opts.load ?? engineLoad,
+    load: opts.load ?? (() => 0),
     routingKey: opts.routingKey,
-    prefixKey: opts.prefixKey,
+    prefixKey: pools.policy[role] === "prefix_hash" ? (typeof opts.prefixKey === "function" ? opts.prefixKey() : opts.prefixKey) : undefined,
     random: opts.random,
   });
   if (i === undefined) return undefined;

@@ -6,7 +6,6 @@
 // config alone, which is what a gateway without a registry would route with anyway.
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
 import { modelSchema, type EngineConfig } from "../config/schema.js";
-import type { Env } from "../env.js";
 import { currentState, type BreakerSettings, type BreakerState } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
 import { registryStub, type RegistryNamespace } from "./registry-client.js";
@@ -46,26 +45,49 @@ interface IsolateState {
   flushScheduled: boolean;
 }
 
-let state: IsolateState = freshState();
-/** Built views, per config object (loadConfig caches one per text) and registry data. */
-let views = new WeakMap<LoadedConfig, { data: RegistrySnapshot | undefined; view: RoutingSnapshot }>();
+/** Where the registry is bound, if it is. */
+export interface RegistryBinding {
+  REGISTRY?: RegistryNamespace;
+}
 
 function freshState(): IsolateState {
   return { data: undefined, fetchedAt: Number.NEGATIVE_INFINITY, refreshing: undefined, outcomes: [], flushScheduled: false };
 }
 
-export function routingSnapshot(env: Pick<Env, "REGISTRY">, config: LoadedConfig, waitUntil: WaitUntil, now: number = Date.now()): RoutingSnapshot {
-  const ns = env.REGISTRY;
-  if (ns) maybeRefresh(ns, config, waitUntil, now);
-  const data = ns ? state.data : undefined;
-  const cached = views.get(config);
-  if (cached && cached.data === data) return cached.view;
-  const view = buildView(config, data);
-  views.set(config, { data, view });
-  return view;
+/** This isolate's view of the registry: the last snapshot, the refresh in flight, and the
+ *  engine outcomes waiting to be sent. One per isolate, created with the app. */
+export class RegistryView {
+  private state: IsolateState = freshState();
+  /** Built views, per config object (loadConfig caches one per text) and registry data. */
+  private views = new WeakMap<LoadedConfig, { data: RegistrySnapshot | undefined; view: RoutingSnapshot }>();
+
+  snapshot(env: RegistryBinding, config: LoadedConfig, waitUntil: WaitUntil, now: number = Date.now()): RoutingSnapshot {
+    const ns = env.REGISTRY;
+    if (ns) maybeRefresh(ns, config, waitUntil, now, this.state);
+    const data = ns ? this.state.data : undefined;
+    const cached = this.views.get(config);
+    if (cached && cached.data === data) return cached.view;
+    const view = buildView(config, data);
+    this.views.set(config, { data, view });
+    return view;
+  }
+
+  /** Queues one engine outcome for the shared breakers. Never blocks and never throws: the
+   *  first outcome after a flush schedules the next flush (through this request's waitUntil),
+   *  which sends everything gathered by then in one RPC. */
+  reportOutcome(env: RegistryBinding, outcome: EngineOutcome, ctx: OutcomeContext): void {
+    const ns = env.REGISTRY;
+    const state = this.state;
+    if (!ns || ctx.config.breaker.disabled) return;
+    state.outcomes.push({ engine: outcome.engine, status: outcome.status, at: outcome.at ?? Date.now() });
+    if (state.outcomes.length > MAX_BUFFERED_OUTCOMES) state.outcomes.splice(0, state.outcomes.length - MAX_BUFFERED_OUTCOMES);
+    if (state.flushScheduled) return;
+    state.flushScheduled = true;
+    ctx.waitUntil(flushOutcomes(ns, ctx.config.breaker, state));
+  }
 }
 
-function maybeRefresh(ns: RegistryNamespace, config: LoadedConfig, waitUntil: WaitUntil, now: number): void {
+function maybeRefresh(ns: RegistryNamespace, config: LoadedConfig, waitUntil: WaitUntil, now: number, state: IsolateState): void {
   if (now - state.fetchedAt < config.registry.snapshot_ttl_ms) return;
   if (state.refreshing && now - state.refreshing.startedAt < REFRESH_STALE_MS) return;
   const flight = { startedAt: now };
@@ -143,19 +165,6 @@ export interface OutcomeContext {
   waitUntil: WaitUntil;
 }
 
-/** Queues one engine outcome for the shared breakers. Never blocks and never throws: the
- *  first outcome after a flush schedules the next flush (through this request's waitUntil),
- *  which sends everything gathered by then in one RPC. */
-export function reportOutcome(env: Pick<Env, "REGISTRY">, outcome: EngineOutcome, ctx: OutcomeContext): void {
-  const ns = env.REGISTRY;
-  if (!ns || ctx.config.breaker.disabled) return;
-  state.outcomes.push({ engine: outcome.engine, status: outcome.status, at: outcome.at ?? Date.now() });
-  if (state.outcomes.length > MAX_BUFFERED_OUTCOMES) state.outcomes.splice(0, state.outcomes.length - MAX_BUFFERED_OUTCOMES);
-  if (state.flushScheduled) return;
-  state.flushScheduled = true;
-  ctx.waitUntil(flushOutcomes(ns, ctx.config.breaker, state));
-}
-
 async function flushOutcomes(ns: RegistryNamespace, settings: BreakerSettings, owner: IsolateState): Promise<void> {
   await new Promise((r) => setTimeout(r, OUTCOME_FLUSH_DELAY_MS));
   owner.flushScheduled = false;
@@ -169,8 +178,3 @@ async function flushOutcomes(ns: RegistryNamespace, settings: BreakerSettings, o
   }
 }
 
-/** Forgets the isolate's snapshot and queued outcomes (tests). */
-export function resetRoutingSnapshot(): void {
-  state = freshState();
-  views = new WeakMap();
-}

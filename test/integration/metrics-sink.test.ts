@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import worker from "../../src/index.js";
 import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
 import { devRing } from "../../src/metrics/dev-ring.js";
-import type { RecentBody } from "../../src/metrics/dev-route.js";
+import type { RecentBody } from "../../src/api/admin/dev-metrics.js";
 import { RecordingDataset, testGateway } from "../support/gateway.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
 import { pairConfig, pairSpecs } from "../support/pd-fixtures.js";

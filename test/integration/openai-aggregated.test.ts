@@ -62,7 +62,7 @@ it.each([
   const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x", max_tokens: 2 });
   expect(res.status).toBe(status);
   expect(res.headers.get("x-gateway-error-code")).toBe(gatewayCode);
-  expect(((await res.json()) as { error: { message: string } }).error.message).toBe("nope");
+  expect(((await res.json()) as { error: { message: string } }).error.message).toBe("nope (engine 'engine')");
   await gw.settle();
   expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "regular", status: httpStatus }]);
 });

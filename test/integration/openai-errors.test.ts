@@ -28,7 +28,7 @@ describe("prefill leg", () => {
     const res = await post(gw, "/v1/chat/completions", chat());
     const e = await errorOf(res);
     expect(e).toMatchObject({ status: 502, header: "prefill_request_failed", code: "prefill_request_failed", type: "server_error", param: null });
-    expect(e.message).toMatch(/^Prefill transport error: /);
+    expect(e.message).toMatch(/^Prefill transport error: .* \(prefill engine 'prefill'\)$/);
     expect(res.headers.get("x-pd-prefill")).toBe("ran");
     expect((await cluster.stats("decode")).generateRequests).toBe(0);
     await gw.settle();
@@ -85,7 +85,7 @@ describe("prefill leg", () => {
     await cluster.setFaults("prefill", { failStart: { code: "resource_exhausted", httpStatus: 429, message: "busy" } });
     const gw = testGateway(httpPairConfig(cluster));
     const res = await post(gw, "/v1/chat/completions", chat({ stream: true }));
-    expect(await errorOf(res)).toMatchObject({ status: 429, code: "prefill_upstream_error", message: "busy", type: "rate_limit_error" });
+    expect(await errorOf(res)).toMatchObject({ status: 429, code: "prefill_upstream_error", message: "busy (prefill engine 'prefill')", type: "rate_limit_error" });
   });
 });
 
@@ -95,7 +95,7 @@ describe("decode leg", () => {
     const gw = testGateway(httpPairConfig(cluster, { decode: { url: CLOSED } }));
     const e = await errorOf(await post(gw, "/v1/chat/completions", chat({ n: 2 })));
     expect(e).toMatchObject({ status: 502, code: "decode_request_failed", header: "decode_request_failed" });
-    expect(e.message).toMatch(/^Decode transport error: /);
+    expect(e.message).toMatch(/^Decode transport error: .* \(decode engine 'decode'\)$/);
     await gw.settle();
     expect(gw.metrics.ofType("engine_outcome")).toMatchObject([{ leg: "decode", status: 502 }]);
   });
@@ -112,7 +112,7 @@ describe("decode leg", () => {
     await cluster.setFaults("decode", { failStart: { code, httpStatus, message: `decode says ${httpStatus}` } });
     const gw = testGateway(httpPairConfig(cluster));
     const res = await post(gw, "/v1/chat/completions", chat());
-    expect(await errorOf(res)).toMatchObject({ status, code: gatewayCode, header: gatewayCode, message: `decode says ${httpStatus}` });
+    expect(await errorOf(res)).toMatchObject({ status, code: gatewayCode, header: gatewayCode, message: `decode says ${httpStatus} (decode engine 'decode')` });
     expect(res.headers.get("x-pd-prefill")).toBe("ran");
     await gw.settle();
     expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual([["prefill", 200], ["decode", httpStatus]]);
@@ -135,7 +135,7 @@ describe("decode leg", () => {
     expect(res.headers.get("x-gateway-error-code")).toBe(gatewayCode);
     const text = await res.text();
     const type = status >= 500 ? "server_error" : "invalid_request_error";
-    expect(text).toBe(`data: ${JSON.stringify({ error: { message: "no capacity", type, param: null, code: gatewayCode } })}\n\n`);
+    expect(text).toBe(`data: ${JSON.stringify({ error: { message: "no capacity (decode engine 'decode')", type, param: null, code: gatewayCode } })}\n\n`);
     // The SDK surfaces it as an APIError with the status.
     const err = await openai(gw).chat.completions.create({ ...chat(), stream: true }).catch((x: unknown) => x);
     expect((err as APIError).status).toBe(status);
@@ -171,7 +171,7 @@ describe("decode leg", () => {
     cluster = await startTestCluster({ engines: httpPairSpecs() });
     await cluster.setFaults("decode", { failMidStream: { afterTokens: 0, code: "internal", message: "early" } });
     const gw = testGateway(httpPairConfig(cluster));
-    expect(await errorOf(await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", max_tokens: 4 }))).toMatchObject({ status: 500, code: "decode_internal_error", message: "early" });
+    expect(await errorOf(await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", max_tokens: 4 }))).toMatchObject({ status: 500, code: "decode_internal_error", message: "early (decode engine 'decode')" });
   });
 
   it("skipped prefill + decode 503 -> decode_unavailable, prefill untouched", async () => {

@@ -18,7 +18,7 @@ it("T15: prefill fails to start (UNAVAILABLE) -> 503 prefill_worker_failed_to_st
   const gw = testGateway(pairConfig(cluster));
   const out = await generate(gw, { requestId: "t15", input: { case: "text", value: PROMPT } });
   expect(out.error?.code).toBe(Code.Unavailable);
-  expect(out.error?.rawMessage).toBe("Prefill worker failed to start: x");
+  expect(out.error?.rawMessage).toBe("Prefill worker failed to start: x (prefill engine 'prefill')");
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_worker_failed_to_start");
   expect((await cluster.stats("decode")).generateRequests).toBe(0);
   await gw.settle();
@@ -35,7 +35,7 @@ it("T16: prefill stream errors after its first frame (INTERNAL) -> 500 prefill_s
   const gw = testGateway(pairConfig(cluster));
   const out = await generate(gw, { requestId: "t16", input: { case: "text", value: PROMPT } });
   expect(out.error?.code).toBe(Code.Internal);
-  expect(out.error?.rawMessage).toBe("Prefill stream error: boom");
+  expect(out.error?.rawMessage).toBe("Prefill stream error: boom (prefill engine 'prefill')");
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("prefill_stream_error");
   expect((await cluster.stats("decode")).generateRequests).toBe(0);
   await gw.settle();
@@ -48,7 +48,7 @@ it("T17: decode fails to start (INVALID_ARGUMENT) -> 400 decode_worker_failed_to
   const gw = testGateway(pairConfig(cluster));
   const out = await generate(gw, { requestId: "t17", input: { case: "text", value: PROMPT } });
   expect(out.error?.code).toBe(Code.InvalidArgument);
-  expect(out.error?.rawMessage).toBe("Decode worker failed to start: bad");
+  expect(out.error?.rawMessage).toBe("Decode worker failed to start: bad (decode engine 'decode')");
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("decode_worker_failed_to_start");
   await gw.settle();
   expect(gw.metrics.ofType("engine_outcome").map((e) => [e.leg, e.status])).toEqual([["prefill", 200], ["decode", 400]]);

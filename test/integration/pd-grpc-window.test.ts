@@ -1,9 +1,10 @@
 // The disconnect window between prefill finishing and decode being dispatched, lease expiry
 // before decode pulls, and load accounting returning to zero.
 import { afterEach, expect, it } from "vitest";
-import { runGrpcSequentialPd } from "../../src/pd/grpc-sequential.js";
+import { runAttempt } from "../../src/pd/executor.js";
 import { vllmEngineClient, type VllmEngineClient } from "../../src/backends/vllm-engine.js";
-import { engineLoad } from "../../src/routing/load.js";
+import { vllmEngineTransport } from "../../src/backends/vllm-engine-transport.js";
+import { EngineLoads } from "../../src/core/in-flight.js";
 import { MemorySink } from "../../src/metrics/events.js";
 import { create } from "@bufbuild/protobuf";
 import { GenerateRequestSchema } from "../../src/gen/vllm_engine_pb.js";
@@ -35,22 +36,36 @@ it("a disconnect right after prefill finished still dispatches decode with the h
   } as unknown as VllmEngineClient;
   const pending: Promise<unknown>[] = [];
   const events = new MemorySink();
+  const loads = new EngineLoads();
+  const decodeClient = vllmEngineClient({ url: cluster.url("decode"), transport: "connect" });
+  const transport = vllmEngineTransport((e) => (e.name === "prefill" ? prefillClient : decodeClient));
   await expect(
-    runGrpcSequentialPd({
-      request: create(GenerateRequestSchema, { requestId: "window", input: { case: "text", value: PROMPT }, stream: true }),
-      model: "m",
-      surface: "engine",
-      prefill: { name: "prefill", client: prefillClient, meta: { kvConnector: "NixlConnector", bootstrapHost: "127.0.0.1" } },
-      decode: { name: "decode", client: vllmEngineClient({ url: cluster.url("decode"), transport: "connect" }), meta: { bootstrapHost: "127.0.0.1" } },
-      hasEncodeAssignments: false,
-      clientSignal: client.signal,
-      waitUntil: (p) => pending.push(p),
-      events,
-      deferredAbortMaxMs: 2_000,
-      prefillTimeoutMs: 10_000,
-      firstFrameTimeoutMs: 10_000,
-      mintTransferId: () => "xfer-unused",
-    }),
+    runAttempt(
+      transport,
+      {
+        model: "m",
+        surface: "engine",
+        payload: create(GenerateRequestSchema, { requestId: "window", input: { case: "text", value: PROMPT }, stream: true }),
+        fanout: 1,
+        hasMmInputs: false,
+      },
+      {
+        prefill: { target: { name: "prefill", url: cluster.url("prefill"), transport: "connect" }, meta: { kvConnector: "NixlConnector", bootstrapHost: "127.0.0.1" } },
+        decode: { target: { name: "decode", url: cluster.url("decode"), transport: "connect" }, meta: { bootstrapHost: "127.0.0.1" } },
+        hasEncodeAssignments: false,
+      },
+      "window",
+      {
+        model: "m",
+        clientSignal: client.signal,
+        waitUntil: (p) => pending.push(p),
+        loads,
+        outcomes: { report: () => undefined },
+        events,
+        timeouts: { deferredAbortMaxMs: 2_000, prefillTimeoutMs: 10_000, firstFrameTimeoutMs: 10_000 },
+        mintTransferId: () => "xfer-unused",
+      },
+    ),
   ).rejects.toMatchObject({ code: "client_cancelled" });
   await Promise.all(pending);
   // Decode was sent (with the handoff) and aborted; its engine either pulled the blocks or
@@ -60,7 +75,7 @@ it("a disconnect right after prefill finished still dispatches decode with the h
   expect(decode.abortedRequestIds).toEqual(["window"]);
   await eventually(() => expectNoPinnedBlocks(cluster!));
   expect((await cluster.stats("prefill")).leasesExpired).toBe(0);
-  expect(engineLoad("prefill") + engineLoad("decode")).toBe(0);
+  expect(loads.total()).toBe(0);
 });
 
 it("a lease that expires before decode pulls: decode recomputes, the request still succeeds", async () => {
@@ -91,6 +106,6 @@ it("load accounting returns to zero after success, failure and cancellation", as
   controller.abort();
   await cancelled;
   await gw.settle();
-  expect(engineLoad("prefill") + engineLoad("decode")).toBe(0);
+  expect(gw.isolate.loads.total()).toBe(0);
   await eventually(() => expectNoPinnedBlocks(cluster!));
 });

@@ -61,7 +61,7 @@ it("a drained registry engine stops receiving new requests", async () => {
   await eventually(async () => {
     const out = await generate(gw, { requestId: `drained-${Date.now()}`, input: { case: "text", value: "after drain" } });
     await gw.settle();
-    expect(out.error?.metadata.get("x-gateway-error-code")).toBe("model_not_found");
+    expect(out.error?.metadata.get("x-gateway-error-code")).toBe("no_engine_available");
   }, 10_000, 50);
 });
 

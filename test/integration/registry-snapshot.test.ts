@@ -5,7 +5,9 @@ import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import { adminGateway, clearRegistry, deleteAlarm, loaded, registry } from "../support/admin.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
-import { reportOutcome, resetRoutingSnapshot, routingSnapshot } from "../../src/routing/snapshot.js";
+import { RegistryView } from "../../src/routing/snapshot.js";
+
+let view = new RegistryView();
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -20,7 +22,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster.close();
 });
-beforeEach(() => resetRoutingSnapshot());
+beforeEach(() => {
+  view = new RegistryView();
+});
 afterEach(async () => {
   await clearRegistry();
   await deleteAlarm();
@@ -47,7 +51,7 @@ async function register(body: Record<string, unknown>) {
   // The admin request itself went through the app, which refreshes this isolate's snapshot:
   // start each test's own snapshot from nothing.
   await gw.settle();
-  resetRoutingSnapshot();
+  view = new RegistryView();
 }
 
 it("answers config-only at once, then merges active registry engines after the background refresh", async () => {
@@ -56,18 +60,18 @@ it("answers config-only at once, then merges active registry engines after the b
   const config = loaded(raw());
   const bg = collector();
 
-  const first = routingSnapshot(env, config, bg.waitUntil);
+  const first = view.snapshot(env, config, bg.waitUntil);
   expect(first).not.toBeInstanceOf(Promise);
   expect(first.version).toBe(0);
   expect(first.models).toBe(config.models);
   expect(first.health("snap-p")).toBeUndefined();
   expect(bg.tasks).toHaveLength(1);
   // A refresh is in flight: no second one.
-  routingSnapshot(env, config, bg.waitUntil);
+  view.snapshot(env, config, bg.waitUntil);
   expect(bg.tasks).toHaveLength(1);
 
   await bg.settle();
-  const merged = routingSnapshot(env, config, bg.waitUntil);
+  const merged = view.snapshot(env, config, bg.waitUntil);
   expect(bg.tasks).toHaveLength(1); // fresh for snapshot_ttl_ms
   expect(merged.version).toBeGreaterThan(0);
   expect(merged.models.m!.prefill.map((e) => e.name)).toEqual(["snap-p"]);
@@ -85,15 +89,15 @@ it("leaves draining engines out once the TTL has passed and a refresh has run", 
   await register({ name: "reg-d2", url: cluster.url("d"), model: "m", role: "decode" });
   const config = loaded(raw({ registry: { allowed_hosts: ["127.0.0.1"], snapshot_ttl_ms: 0 } }));
   const bg = collector();
-  routingSnapshot(env, config, bg.waitUntil);
+  view.snapshot(env, config, bg.waitUntil);
   await bg.settle();
-  expect(routingSnapshot(env, config, bg.waitUntil).models.m!.decode.map((e) => e.name)).toEqual(["reg-d2"]);
+  expect(view.snapshot(env, config, bg.waitUntil).models.m!.decode.map((e) => e.name)).toEqual(["reg-d2"]);
   await bg.settle();
 
   await adminGateway(raw()).admin("POST", "/admin/engines/reg-d2/drain");
-  routingSnapshot(env, config, bg.waitUntil);
+  view.snapshot(env, config, bg.waitUntil);
   await bg.settle();
-  expect(routingSnapshot(env, config, bg.waitUntil).models.m!.decode).toEqual([]);
+  expect(view.snapshot(env, config, bg.waitUntil).models.m!.decode).toEqual([]);
   await bg.settle();
 });
 
@@ -102,17 +106,17 @@ it("exposes the shared health and breaker state, fed by health runs and batched 
   await registry().runHealthChecks(config);
 
   const reqs = collector();
-  reportOutcome(env, { engine: "snap-p", status: 503 }, { config, waitUntil: reqs.waitUntil });
-  reportOutcome(env, { engine: "snap-p", status: 503 }, { config, waitUntil: reqs.waitUntil });
-  reportOutcome(env, { engine: "other-engine", status: 200 }, { config, waitUntil: reqs.waitUntil });
+  view.reportOutcome(env, { engine: "snap-p", status: 503 }, { config, waitUntil: reqs.waitUntil });
+  view.reportOutcome(env, { engine: "snap-p", status: 503 }, { config, waitUntil: reqs.waitUntil });
+  view.reportOutcome(env, { engine: "other-engine", status: 200 }, { config, waitUntil: reqs.waitUntil });
   // One flush carries all three.
   expect(reqs.tasks).toHaveLength(1);
   await reqs.settle();
 
   const bg = collector();
-  routingSnapshot(env, config, bg.waitUntil);
+  view.snapshot(env, config, bg.waitUntil);
   await bg.settle();
-  const snap = routingSnapshot(env, config, bg.waitUntil);
+  const snap = view.snapshot(env, config, bg.waitUntil);
   expect(snap.health("snap-p")?.status).toBe("ready");
   expect(snap.breaker("snap-p")).toBe("open");
   expect(snap.breaker("other-engine")).toBe("closed");
@@ -121,7 +125,7 @@ it("exposes the shared health and breaker state, fed by health runs and batched 
 
   // With breakers or health checks disabled, the lookups say nothing.
   const off = loaded(raw({ breaker: { disabled: true }, health: { disabled: true } }));
-  const offView = routingSnapshot(env, off, bg.waitUntil);
+  const offView = view.snapshot(env, off, bg.waitUntil);
   expect(offView.breaker("snap-p")).toBeUndefined();
   expect(offView.health("snap-p")).toBeUndefined();
   await bg.settle();
@@ -131,9 +135,9 @@ it("is the config alone, with no background work, without a REGISTRY binding", a
   await register({ name: "reg-x", url: cluster.url("d"), model: "m", role: "decode" });
   const config = loaded(raw({ registry: { allowed_hosts: [], snapshot_ttl_ms: 0 } }));
   const bg = collector();
-  const snap = routingSnapshot({}, config, bg.waitUntil);
+  const snap = view.snapshot({}, config, bg.waitUntil);
   expect(snap.models).toBe(config.models);
   expect(snap.version).toBe(0);
-  reportOutcome({}, { engine: "snap-p", status: 503 }, { config, waitUntil: bg.waitUntil });
+  view.reportOutcome({}, { engine: "snap-p", status: 503 }, { config, waitUntil: bg.waitUntil });
   expect(bg.tasks).toHaveLength(0);
 });

@@ -5,13 +5,11 @@ import { testGateway } from "../support/gateway.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
 import { FAST, generate, MODEL } from "../support/pd-fixtures.js";
 import type { EngineSpec } from "../../sim/types.js";
-import { resetLocalBreakers } from "../../src/routing/breakers.js";
 
 let cluster: TestCluster | undefined;
 afterEach(async () => {
   await cluster?.close();
   cluster = undefined;
-  resetLocalBreakers();
 });
 
 const engine = (name: string, role: EngineSpec["role"]): EngineSpec => ({ name, role, kvConnector: "NixlConnector", kvEngineId: name, model: MODEL, port: 0, latency: FAST });

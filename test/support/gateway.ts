@@ -3,13 +3,12 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
-import worker from "../../src/index.js";
+import { createApp } from "../../src/app.js";
+import type { Env } from "../../src/env.js";
 import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
 import { decodeDataPoint } from "../../src/metrics/schema.js";
 import type { GatewayEvent } from "../../src/metrics/events.js";
-import { resetLocalBreakers } from "../../src/routing/breakers.js";
-import { resetRoutingSnapshot } from "../../src/routing/snapshot.js";
-import { resetEngineLoads } from "../../src/routing/engine-loads.js";
+import { createIsolateState, type IsolateState } from "../../src/routing/isolate.js";
 
 export class RecordingDataset implements AnalyticsEngineDataset {
   readonly points: AnalyticsEngineDataPoint[] = [];
@@ -30,14 +29,15 @@ export interface TestGateway {
   /** Resolves when every waitUntil task started so far has settled. */
   settle(): Promise<void>;
   engineClient(protocol?: "connect" | "grpc-web"): Client<typeof VllmEngine>;
+  /** The isolate state of this gateway's app (loads, breakers, ...). */
+  isolate: IsolateState;
 }
 
-/** A gateway as a fresh isolate would see it: per-isolate breaker state starts empty
- *  (tests reuse engine names across clusters). */
+/** A gateway as a fresh isolate would see it: its own app, so breakers, loads and caches
+ *  start empty (tests reuse engine names across clusters). */
 export function testGateway(config: unknown, extraEnv: Record<string, unknown> = {}): TestGateway {
-  resetLocalBreakers();
-  resetRoutingSnapshot();
-  resetEngineLoads();
+  const isolate = createIsolateState();
+  const app = createApp(isolate);
   const metrics = new RecordingDataset();
   // Tests talk to an open data plane unless they configure auth themselves.
   const withAuth = { auth: { data_plane: "open" }, ...(config as Record<string, unknown>) };
@@ -47,11 +47,12 @@ export function testGateway(config: unknown, extraEnv: Record<string, unknown> =
     const ctx = createExecutionContext();
     // connect-web asks for redirect "error", which workerd rejects.
     const request = new Request(input, { ...init, redirect: "manual" });
-    const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, env, ctx);
+    const res = await app.fetch(request, env as Env, ctx);
     pending.push(waitOnExecutionContext(ctx));
     return res;
   };
   return {
+    isolate,
     metrics,
     fetch: doFetch,
     async settle() {

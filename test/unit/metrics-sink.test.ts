@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createEventSink, metricsCounters } from "../../src/metrics/sink.js";
 import { MAX_POINTS_PER_INVOCATION } from "../../src/metrics/limits.js";
 import { PointRing } from "../../src/metrics/dev-ring.js";
-import { recentBody, teeDataset } from "../../src/metrics/dev-route.js";
+import { recentBody, teeDataset } from "../../src/api/admin/dev-metrics.js";
 import type { GatewayEvent } from "../../src/metrics/events.js";
 
 const outcome = (i: number): GatewayEvent => ({ type: "engine_outcome", model: "m", engine: `e${i}`, leg: "decode", status: 200 });

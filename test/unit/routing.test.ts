@@ -4,7 +4,7 @@ import { applyProbe, isRoutable, newHealth, type EngineHealth } from "../../src/
 import { backoffMs, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
 import { choose, prefixKeyOf } from "../../src/routing/policies.js";
 import { rendezvous } from "../../src/routing/hashing.js";
-import { chargeLoad, engineLoad } from "../../src/routing/load.js";
+import { chargeLoad, engineLoad } from "../../src/core/in-flight.js";
 
 const B: BreakerSettings = { failure_threshold: 3, success_threshold: 2, timeout_secs: 10, disabled: false };
 

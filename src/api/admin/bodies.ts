@@ -3,7 +3,7 @@
 // is a 400 whose message and `param` name the field.
 import { z } from "zod";
 import { engineSchema } from "../../config/schema.js";
-import { GatewayError } from "../../pd/errors.js";
+import { GatewayError } from "../../core/errors.js";
 import { ENGINE_ROLES } from "../../routing/registry-types.js";
 
 /** Ids appear in URL paths (/admin/engines/:id) and metric blobs: no slashes, no spaces. */

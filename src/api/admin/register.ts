@@ -2,7 +2,7 @@
 // with config and registry engines, then discovery. The checks that cost nothing run before
 // discovery contacts the engine; the object re-checks conflicts atomically when it stores.
 import type { LoadedConfig } from "../../config/load.js";
-import { GatewayError } from "../../pd/errors.js";
+import { GatewayError } from "../../core/errors.js";
 import { discoverEngine } from "../../routing/discovery.js";
 import { checkEngineUrl, normalizeEngineUrl } from "../../routing/engine-url.js";
 import type { RegistryStub } from "../../routing/registry-client.js";

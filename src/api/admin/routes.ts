@@ -5,7 +5,7 @@
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Env } from "../../env.js";
 import type { GatewayContext } from "../../context.js";
-import { GatewayError } from "../../pd/errors.js";
+import { GatewayError } from "../../core/errors.js";
 import { registryStub, type RegistryStub } from "../../routing/registry-client.js";
 import type { RegistryConfig, RegistryWriteResult } from "../../routing/registry-types.js";
 import type { LoadedConfig } from "../../config/load.js";

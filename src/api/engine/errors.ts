@@ -1,7 +1,7 @@
 // GatewayError -> ConnectError for the VllmEngine surface, carrying the stable code in the
 // `x-gateway-error-code` header (Connect error metadata).
 import { Code, ConnectError } from "@connectrpc/connect";
-import { GatewayError } from "../../pd/errors.js";
+import { GatewayError } from "../../core/errors.js";
 
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof GatewayError) {

@@ -2,13 +2,19 @@
 // stream_complete event when it ends cleanly. Pure bookkeeping around the frames.
 import type { GenerateResponse } from "../../gen/vllm_engine_pb.js";
 import type { StreamCompleteEvent } from "../../metrics/events.js";
+import { tpotMs } from "../../metrics/tpot.js";
 
 export class StreamTiming {
   private firstTokenAt: number | undefined;
   private outputTokens = 0;
   private inputTokens: number | undefined;
 
-  constructor(private readonly started: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly started: number,
+    /** Sequences decoded side by side (n): TPOT is per token of one of them. */
+    private readonly sequences: number = 1,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   observe(frame: GenerateResponse): void {
     const r = frame.response;
@@ -29,7 +35,8 @@ export class StreamTiming {
     if (this.inputTokens !== undefined) ev.inputTokens = this.inputTokens;
     if (this.firstTokenAt !== undefined) {
       ev.ttftMs = this.firstTokenAt - this.started;
-      if (this.outputTokens > 1) ev.tpotMs = (generationMs - ev.ttftMs) / (this.outputTokens - 1);
+      const tpot = tpotMs(this.firstTokenAt, this.started + generationMs, this.outputTokens, this.sequences);
+      if (tpot !== undefined) ev.tpotMs = tpot;
     }
     return ev;
   }

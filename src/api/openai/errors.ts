@@ -1,7 +1,6 @@
 // The OpenAI error shape {"error":{"message","type","param","code"}} with the stable gateway
 // code in `code` and in the `x-gateway-error-code` header, as JSON or as one SSE event.
-import { GatewayError } from "../../pd/errors.js";
-import { openAiErrorType } from "../../pd/http-errors.js";
+import { GatewayError } from "../../core/errors.js";
 
 export const ERROR_CODE_HEADER = "x-gateway-error-code";
 
@@ -36,4 +35,13 @@ export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   console.error(JSON.stringify({ msg: "unexpected error on the OpenAI surface", error: String(err), stack: (err as Error)?.stack }));
   return new GatewayError("internal_error", 500, "internal gateway error");
+}
+
+/** The OpenAI error `type` for a status (the SDKs key off the status; this is for humans). */
+export function openAiErrorType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 429) return "rate_limit_error";
+  if (status === 499) return "client_cancelled";
+  return status >= 500 ? "server_error" : "invalid_request_error";
 }

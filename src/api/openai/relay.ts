@@ -2,9 +2,8 @@
 // buffering beyond the event in flight), watching it on the way for TTFT and usage. Any way
 // the stream can fail mid-way (an in-band error event, a broken connection, an end without
 // [DONE]) becomes one final gateway error event, then the stream closes.
-import type { EngineLeg } from "../../backends/openai-http.js";
-import { GatewayError } from "../../pd/errors.js";
-import { errorText } from "../../pd/http-errors.js";
+import { errorText, GatewayError } from "../../core/errors.js";
+import type { LegStream } from "../../pd/leg.js";
 import { sseErrorEvent } from "./errors.js";
 import { classifySseEvent, outputPieces, splitSseEvents, usageOf, type Usage } from "./sse.js";
 
@@ -32,7 +31,7 @@ export interface RelayOptions {
   onEnd(end: RelayEnd): void;
 }
 
-export function sseRelay(engine: EngineLeg, o: RelayOptions): ReadableStream<Uint8Array> {
+export function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   const stats: RelayStats = { outputPieces: 0 };
@@ -50,16 +49,16 @@ export function sseRelay(engine: EngineLeg, o: RelayOptions): ReadableStream<Uin
   const fail = (controller: ReadableStreamDefaultController<Uint8Array>, prefix: string, err: GatewayError) => {
     controller.enqueue(encoder.encode(prefix + sseErrorEvent(err)));
     controller.close();
-    engine.close();
+    engine.cancel();
     end({ outcome: "failed", status: err.status, errorCode: err.code });
   };
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
-        let r: ReadableStreamReadResult<Uint8Array>;
+        let r: IteratorResult<Uint8Array>;
         try {
-          r = await engine.read();
+          r = await engine.next();
         } catch (err) {
           if (ended) return;
           if (o.clientSignal.aborted) {
@@ -67,7 +66,7 @@ export function sseRelay(engine: EngineLeg, o: RelayOptions): ReadableStream<Uin
             end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
             return;
           }
-          return fail(controller, "", new GatewayError(code, 502, `${label} stream error: ${errorText(err)}`));
+          return fail(controller, "", err instanceof GatewayError ? err : new GatewayError(code, 502, `${label} stream error: ${errorText(err)}`));
         }
         if (ended) return;
         if (r.done) {
@@ -104,7 +103,7 @@ export function sseRelay(engine: EngineLeg, o: RelayOptions): ReadableStream<Uin
       }
     },
     cancel() {
-      engine.clientGone();
+      engine.cancel();
       end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
     },
   });

@@ -2,8 +2,10 @@
 // actually read), UTF-8, JSON, then the schema. Every failure is a 4xx GatewayError that
 // names the field in `param`; the JSON text itself is kept for forwarding.
 import type { z } from "zod";
-import { GatewayError } from "../../pd/errors.js";
-import type { OpenAiRoute } from "../../pd/http-bodies.js";
+import { BodyTooLargeError, readBounded } from "../../core/body.js";
+import { GatewayError } from "../../core/errors.js";
+import type { OpenAiRoute } from "../../backends/openai-bodies.js";
+import { normaliseN } from "../../pd/skip.js";
 import { requestSchema } from "./schemas.js";
 
 export interface OpenAiRequest {
@@ -29,29 +31,12 @@ export async function readBodyText(req: Request, maxBytes: number): Promise<stri
   const declared = req.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   if (!req.body) return "";
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    let r: ReadableStreamReadResult<Uint8Array>;
-    try {
-      r = await reader.read();
-    } catch {
-      throw invalid("request body could not be read", null, "invalid_body");
-    }
-    if (r.done) break;
-    size += r.value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(r.value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBounded(req.body, maxBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw tooLarge(maxBytes);
+    throw invalid("request body could not be read", null, "invalid_body");
   }
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -99,4 +84,30 @@ export function parseOpenAiRequest(route: OpenAiRoute, text: string, maxN: numbe
     throw invalid("stream_options: only allowed when stream is true", "stream_options");
   }
   return { route, text, body, model: body.model as string, stream };
+}
+
+/** How many sequences a request asks for: n, times the prompts of a batched completions
+ *  request. Each sequence would pull the single-consumer handoff, so a batch is fan-out too. */
+export function fanoutWidth(route: OpenAiRoute, body: Record<string, unknown>): number {
+  const n = normaliseN(typeof body.n === "number" ? body.n : undefined);
+  return n * (route === "/v1/completions" ? promptCount(body.prompt) : 1);
+}
+
+function promptCount(prompt: unknown): number {
+  if (!Array.isArray(prompt) || prompt.length === 0) return 1;
+  // A list of token ids is one prompt; a list of strings or of token-id lists is a batch.
+  return prompt.every((p) => typeof p === "number") ? 1 : prompt.length;
+}
+
+/** The prompt as text, for prefix-affinity policies (the message texts, or the prompt). */
+export function promptText(p: OpenAiRequest): string | undefined {
+  const b = p.body;
+  if (typeof b.prompt === "string") return b.prompt;
+  if (Array.isArray(b.prompt)) return JSON.stringify(b.prompt).slice(0, 1024);
+  if (Array.isArray(b.messages)) {
+    return b.messages
+      .map((m) => (typeof m === "object" && m !== null && typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content : ""))
+      .join("\n");
+  }
+  return undefined;
 }

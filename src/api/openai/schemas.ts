@@ -3,7 +3,7 @@
 // engine receives the client's own JSON, never this schema's output. Value ranges beyond
 // these (temperature bounds, logprobs limits) are the engine's to enforce.
 import { z } from "zod";
-import type { OpenAiRoute } from "../../pd/http-bodies.js";
+import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 
 const int = () => z.number().int();
 /** seed is an int64 upstream: any integer, not only the safe range. */

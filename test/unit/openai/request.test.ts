@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/pd/errors.js";
+import { GatewayError } from "../../../src/core/errors.js";
 import { paramOf, parseOpenAiRequest, readBodyText } from "../../../src/api/openai/request.js";
 
 const CHAT = "/v1/chat/completions" as const;

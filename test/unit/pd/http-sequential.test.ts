@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemorySink } from "../../../src/metrics/events.js";
 import { runHttpSequentialPd, type HttpPdInput } from "../../../src/pd/http-sequential.js";
-import { GatewayError } from "../../../src/pd/errors.js";
+import { GatewayError } from "../../../src/core/errors.js";
 import { UpstreamStatusError } from "../../../src/pd/http-errors.js";
 import { connectorMode, type EngineKvMeta } from "../../../src/pd/connector.js";
 import { readLegText } from "../../../src/backends/openai-http.js";

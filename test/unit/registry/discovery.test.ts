@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { GetModelInfoResponseSchema, GetServerInfoResponseSchema } from "../../../src/gen/vllm_engine_pb.js";
 import { checkServedModel, flattenHttpModel, flattenVllmInfo } from "../../../src/routing/discovery.js";
-import { GatewayError } from "../../../src/pd/errors.js";
+import { GatewayError } from "../../../src/core/errors.js";
 
 describe("flattenVllmInfo", () => {
   it("keeps set fields, drops empty strings and zeros and the volatile fields, renames dp size", () => {

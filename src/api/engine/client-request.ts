@@ -2,8 +2,8 @@
 // steer KV transfers: any KV params it sends would make an engine pull from an address the
 // client chose, so they are dropped here and only the gateway sets them.
 import { clone } from "@bufbuild/protobuf";
-import { GenerateRequestSchema, type GenerateRequest } from "../gen/vllm_engine_pb.js";
-import { normaliseN } from "./skip.js";
+import { GenerateRequestSchema, type GenerateRequest } from "../../gen/vllm_engine_pb.js";
+import { normaliseN } from "../../pd/skip.js";
 
 export type ClientRequestCheck = { ok: true; request: GenerateRequest } | { ok: false; field: string; message: string };
 

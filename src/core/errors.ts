@@ -1,5 +1,6 @@
-// Stable gateway error codes and the status mappings between Connect/gRPC codes and HTTP
-// (pd-reference 2.10). Surfaces render a GatewayError in their own shape.
+// The gateway-wide error type and the status mappings between Connect/gRPC codes and HTTP
+// (pd-reference 2.10). Surfaces render a GatewayError in their own shape; nothing here knows
+// about a surface, an engine transport or the PD pipeline.
 import { Code, ConnectError } from "@connectrpc/connect";
 
 export class GatewayError extends Error {
@@ -17,6 +18,21 @@ export class GatewayError extends Error {
   ) {
     super(message);
   }
+
+  /** The engine (configured name) whose failure this is, so a retry can avoid it. */
+  engine?: string;
+
+  /** Tags the error with the engine that caused it; returns the error. */
+  from(engine: string): this {
+    this.engine = engine;
+    return this;
+  }
+}
+
+/** An engine answered with an error status: a streaming OpenAI request renders it as one SSE
+ *  error event (the client asked for an event stream), everything else as a plain error. */
+export class UpstreamStatusError extends GatewayError {
+  override name = "UpstreamStatusError";
 }
 
 /** gRPC code -> HTTP status, as upstream's tonic mapping (Canceled counts as a client error). */
@@ -56,6 +72,7 @@ export function connectCodeForStatus(status: number): Code {
   if (status === 403) return Code.PermissionDenied;
   if (status === 404) return Code.NotFound;
   if (status === 409) return Code.Aborted;
+  if (status === 415) return Code.InvalidArgument;
   if (status === 429) return Code.ResourceExhausted;
   if (status === 501) return Code.Unimplemented;
   if (status === 502 || status === 503) return Code.Unavailable;
@@ -63,16 +80,21 @@ export function connectCodeForStatus(status: number): Code {
   return Code.Internal;
 }
 
-/** Wraps an engine leg's failure: keeps the engine's Connect code, maps it to HTTP. */
-export function legError(err: unknown, code: string, prefix: string): GatewayError {
-  const ce = ConnectError.from(err);
-  return new GatewayError(code, httpStatusForCode(ce.code), `${prefix}: ${ce.rawMessage}`, ce.code);
-}
-
 /** Statuses that count as engine failures for breakers and retries (upstream defaults). */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+
+/** Engine statuses that mean "full, try another engine": retried, but neither a breaker
+ *  success nor a failure (upstream smg PR 2163; config retry.capacity_status_codes). */
+export const DEFAULT_CAPACITY_STATUS_CODES: readonly number[] = [429];
 
 /** The client went away before the response was complete (status 499, as nginx logs it). */
 export function clientCancelledError(): GatewayError {
   return new GatewayError("client_cancelled", 499, "client cancelled the request", Code.Canceled);
+}
+
+/** A failure's message without stack or class noise. */
+export function errorText(err: unknown): string {
+  if (err instanceof ConnectError) return err.rawMessage;
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
 }

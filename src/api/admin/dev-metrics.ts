@@ -1,20 +1,22 @@
 // GET /admin/metrics/recent: the last data points this isolate wrote, decoded and raw, plus
 // the sink's failure counters. Dev only: on when the DEV_METRICS var is "on" (wrangler.toml
 // sets it for `npm start` / `wrangler dev`; a deployment removes it or sets "off"). Off, the
-// route answers 404 like any unknown path and nothing is kept.
+// route answers 404 like any unknown path and nothing is kept. Whenever the ADMIN_TOKEN
+// secret is set, the route needs it like the rest of the admin API.
 //
 // The tee sits on the binding, not on the sink: when on, the rest of the app sees a METRICS
 // binding that copies each point into the ring before passing it on. So the ring holds
 // exactly what reached writeDataPoint (encoded, truncated, within the per-request budget),
 // and sink wrappers added elsewhere (breaker recording) stay untouched.
 import type { Hono } from "hono";
-import type { Env } from "../env.js";
-import type { GatewayContext } from "../context.js";
-import { devRing, type PointRing } from "./dev-ring.js";
-import { decodeDataPoint, SCHEMA_VERSION } from "./schema.js";
-import { metricsCounters } from "./sink.js";
-import { inFlightCount } from "../backends/in-flight.js";
-import { totalInFlight } from "../routing/load.js";
+import type { Env } from "../../env.js";
+import type { GatewayContext } from "../../context.js";
+import { devRing, type PointRing } from "../../metrics/dev-ring.js";
+import { decodeDataPoint, SCHEMA_VERSION } from "../../metrics/schema.js";
+import { metricsCounters } from "../../metrics/sink.js";
+import type { IsolateState } from "../../routing/isolate.js";
+import { reject } from "../../middleware/rejection.js";
+import { bearerToken, tokenMatches } from "./auth.js";
 
 export const DEV_METRICS_PATH = "/admin/metrics/recent";
 
@@ -42,11 +44,16 @@ type GatewayApp = Hono<{ Bindings: Env; Variables: { gateway: GatewayContext } }
 
 /** Registers the route and the tee. Call before the middleware that builds the gateway
  *  context (so its sink is given the teeing binding) and before the surfaces. */
-export function mountDevMetrics(app: GatewayApp, ring: PointRing = devRing): void {
-  app.get(DEV_METRICS_PATH, (c) => {
+export function mountDevMetrics(app: GatewayApp, isolate: IsolateState, ring: PointRing = devRing): void {
+  app.get(DEV_METRICS_PATH, async (c) => {
     if (!devMetricsEnabled(c.env)) return c.notFound();
+    const expected = c.env.ADMIN_TOKEN;
+    const given = bearerToken(c.req.header("authorization"));
+    if (expected && (given === undefined || !(await tokenMatches(given, expected)))) {
+      return reject(c.req.raw, 401, "admin_unauthorized", `${DEV_METRICS_PATH} needs Authorization: Bearer <ADMIN_TOKEN> while ADMIN_TOKEN is set`);
+    }
     // In-flight counters of this isolate too, so a load test can see them return to zero.
-    const body = { ...recentBody(ring, c.req.query("type"), c.req.query("limit")), inFlightRequests: inFlightCount(), engineLoad: totalInFlight() };
+    const body = { ...recentBody(ring, c.req.query("type"), c.req.query("limit")), inFlightRequests: isolate.clientRequests.size, engineLoad: isolate.loads.total() };
     return c.json(body, 200, { "cache-control": "no-store" });
   });
   app.use("*", async (c, next) => {

@@ -1,0 +1,87 @@
+// Generate on the VllmEngine surface: a thin adapter. The client's GenerateRequest becomes a
+// generation job; the pipeline (routing/pipeline.ts) selects, runs and retries it; the
+// frames go back to the client as they come. One `request` event per client request.
+import { Code, type HandlerContext } from "@connectrpc/connect";
+import type { GenerateRequest, GenerateResponse } from "../../gen/vllm_engine_pb.js";
+import { GatewayError, httpStatusForCode } from "../../core/errors.js";
+import { uuidv7 } from "../../core/ids.js";
+import { optional } from "../../core/optional.js";
+import { normaliseN, prefillDecisionHeader } from "../../pd/skip.js";
+import { runPipeline } from "../../routing/pipeline.js";
+import { engineRequestIdFor } from "../../routing/client-requests.js";
+import { vllmEngineFamily } from "../../routing/families.js";
+import { checkClientRequest } from "./client-request.js";
+import { errorCodeOf, toConnectError } from "./errors.js";
+import { gatewayOf, modelOf } from "./gateway-of.js";
+import { pdOverrideOf } from "../pd-override.js";
+import { StreamTiming } from "./stream-timing.js";
+
+export async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
+  const gw = gatewayOf(ctx);
+  const started = Date.now();
+  let model = "";
+  let backend: "pd" | "regular" | "none" = "none";
+  let status = 200;
+  let errorCode: string | undefined;
+  const timing = new StreamTiming(started, normaliseN(req.samplingParams?.n));
+  let completed = false;
+  try {
+    model = modelOf(gw, ctx);
+    const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
+    if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
+    const request = checked.request;
+    const result = await runPipeline(gw.pipeline(model), {
+      job: {
+        model,
+        surface: "engine",
+        payload: request,
+        fanout: normaliseN(request.samplingParams?.n),
+        hasMmInputs: request.mmInputs !== undefined,
+        ...optional("override", pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides)),
+      },
+      family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
+      clientRequestId: request.requestId,
+      requestId: engineRequestIdFor(gw.owner, request.requestId),
+      owner: gw.owner,
+      ...optional("routingKey", ctx.requestHeader.get("x-routing-key") ?? undefined),
+      prefixText: () => (request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value ?? "" }),
+      onDecision: (reason) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onBackend: (b) => (backend = b),
+    });
+    const { stream } = result;
+    try {
+      for (;;) {
+        const r = await stream.next();
+        if (r.done) break;
+        timing.observe(r.value);
+        yield r.value;
+      }
+      completed = true;
+    } finally {
+      // The client stopped reading (it went away mid-stream): abort the leg now.
+      if (!completed) stream.cancel();
+    }
+  } catch (err) {
+    const ce = toConnectError(err);
+    status = err instanceof GatewayError ? err.status : httpStatusForCode(ce.code);
+    errorCode = errorCodeOf(err);
+    throw ce;
+  } finally {
+    if (gw.clientSignal.aborted && errorCode === undefined && !completed) {
+      status = 499;
+      errorCode = "client_cancelled";
+    }
+    gw.events.emit({
+      type: "request",
+      model,
+      surface: "engine",
+      endpoint: "generate",
+      backend,
+      streaming: req.stream,
+      status,
+      ...(errorCode !== undefined ? { errorCode } : {}),
+      durationMs: Date.now() - started,
+    });
+    if (completed && req.stream) gw.events.emit(timing.event({ model, surface: "engine", endpoint: "generate" }));
+  }
+}

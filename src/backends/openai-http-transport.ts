@@ -1,0 +1,110 @@
+// The OpenAI HTTP leg transport (`vllm serve`): encodes a LegSpec onto the client's JSON
+// body, POSTs it, and yields the response body's chunks. There is no Abort RPC: over HTTP
+// vLLM aborts a request when its connection closes, so closing the call is the abort.
+import { readBounded, concatBytes } from "../core/body.js";
+import { errorText } from "../core/errors.js";
+import { LegFailure, type EngineCall, type Harvester, type LegTransport } from "../core/leg-transport.js";
+import { buildEngineBody, harvestKvParams, sanitisePrefillBody, type OpenAiRoute } from "./openai-bodies.js";
+import { engineFetch } from "./fetch.js";
+import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErrorMessage } from "./openai-http.js";
+
+/** An OpenAI request as the HTTP transport forwards it. */
+export interface OpenAiHttpPayload {
+  route: OpenAiRoute;
+  /** The client's JSON text (forwarded to decode byte for byte, plus the KV params). */
+  text: string;
+  /** JSON.parse of text (not a validator's output: unknown fields must survive). */
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** The client's headers; only trace context is passed on. */
+  clientHeaders: Headers;
+}
+
+/** A prefill response is one capped sample; this bounds a misbehaving engine's body (prompt
+ *  logprobs of a long prompt stay far below it). */
+export const MAX_PREFILL_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Bound on an engine's error body, which is only read for its message. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = {
+  // Both legs get the full body, and there is no typed bootstrap form (decision 1).
+  traits: { typedBootstrap: false, pixelsOnPrefillOnly: false },
+  start(engine, p, spec): EngineCall<Uint8Array> {
+    const controller = new AbortController();
+    const body = spec.leg === "prefill" ? JSON.stringify(sanitisePrefillBody(p.route, p.body, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson);
+    const head = engineFetch(engineRouteUrl(engine.url, p.route), {
+      method: "POST",
+      headers: engineRequestHeaders(p.clientHeaders, spec.requestId, spec.leg !== "prefill" && p.stream),
+      body,
+      signal: controller.signal,
+    });
+    head.catch(() => undefined); // observed by next(); never an unhandled rejection
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    let headers: Headers | undefined;
+    let ended = false;
+    const open = async (): Promise<ReadableStreamDefaultReader<Uint8Array> | undefined> => {
+      let res: Response;
+      try {
+        res = await head;
+      } catch (err) {
+        throw new LegFailure("transport", 502, errorText(err));
+      }
+      headers = res.headers;
+      if (!res.ok) throw await statusFailure(res);
+      return res.body?.getReader();
+    };
+    return {
+      async next() {
+        if (ended) return { done: true, value: undefined };
+        if (!reader) {
+          reader = await open();
+          if (!reader) {
+            ended = true;
+            return { done: true, value: undefined };
+          }
+        }
+        try {
+          const r = await reader.read();
+          if (!r.done) return { done: false, value: r.value };
+          ended = true;
+          return { done: true, value: undefined };
+        } catch (err) {
+          throw new LegFailure("read", 502, errorText(err));
+        }
+      },
+      close() {
+        if (ended) return;
+        ended = true;
+        controller.abort();
+        reader?.cancel().catch(() => undefined);
+      },
+      headers: () => headers,
+    };
+  },
+  harvester(): Harvester<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    return {
+      push(chunk) {
+        size += chunk.byteLength;
+        if (size > MAX_PREFILL_RESPONSE_BYTES) throw new LegFailure("read", 502, `response is larger than ${MAX_PREFILL_RESPONSE_BYTES} bytes`);
+        chunks.push(chunk);
+      },
+      result() {
+        const text = new TextDecoder().decode(concatBytes(chunks, size));
+        return harvestKvParams(text);
+      },
+    };
+  },
+};
+
+/** An engine's error status, with the message from its (bounded) error body. */
+async function statusFailure(res: Response): Promise<LegFailure> {
+  const status = passedThroughStatus(res.status);
+  try {
+    const text = res.body ? new TextDecoder().decode(await readBounded(res.body, MAX_ERROR_BODY_BYTES)) : "";
+    return new LegFailure("status", status, upstreamErrorMessage(text));
+  } catch (err) {
+    return new LegFailure("read", status, `error body could not be read: ${errorText(err)}`);
+  }
+}

@@ -1,0 +1,73 @@
+// The seam between the PD executor and the engine transports: what one leg asks of an
+// engine (LegSpec, wire-neutral), how a call looks while it runs (EngineCall), and how a
+// transport says a call failed (LegFailure). Each transport in backends/ encodes a LegSpec
+// onto its own payload (protobuf fields, JSON body members); pd/ decides what goes in it.
+import type { Code } from "@connectrpc/connect";
+import type { EngineTarget, Leg } from "./types.js";
+
+export interface LegSpec {
+  leg: Leg;
+  /** The engine-side request id: both legs of one attempt share it, each attempt has its own. */
+  requestId: string;
+  /** The gateway's KV params (JSON object text). Client-sent KV params never reach an engine. */
+  kvParamsJson?: string;
+  /** Legacy Mooncake: decode pointed at prefill's bootstrap address in the typed form. */
+  kvBootstrap?: { host: string; port: number };
+  /** Pinned data-parallel rank; unset lets the engine balance. */
+  dataParallelRank?: number;
+  /** Decode receives the KV instead of the pixels (ARCHITECTURE decision 6). */
+  stripPixels?: boolean;
+}
+
+/** How a call failed, in the transport's terms:
+ *  - rpc: the engine's RPC ended with a Connect/gRPC error (any phase);
+ *  - transport: no answer at all (connection refused, lost, reset);
+ *  - status: an HTTP engine answered with an error status;
+ *  - read: the answer broke off or was larger than allowed;
+ *  - malformed: the answer arrived but could not be decoded (a broken engine, never the client). */
+export type LegFailureKind = "rpc" | "transport" | "status" | "read" | "malformed";
+
+export class LegFailure extends Error {
+  override name = "LegFailure";
+  constructor(
+    readonly kind: LegFailureKind,
+    /** The engine's status as HTTP (502 when it gave none). */
+    readonly status: number,
+    message: string,
+    /** The engine's Connect code, for rpc failures. */
+    readonly connectCode?: Code,
+  ) {
+    super(message);
+  }
+}
+
+export interface EngineCall<F> {
+  /** The next frame (a message, or a body chunk); rejects with a LegFailure. */
+  next(): Promise<IteratorResult<F>>;
+  /** Ends the call now. Over HTTP closing the connection is vLLM's abort. */
+  close(): void;
+  /** The engine's response headers once its head arrived (HTTP), else undefined. */
+  headers(): Headers | undefined;
+}
+
+/** Collects what a drained prefill leg returned: its KV handoff (JSON object text). */
+export interface Harvester<F> {
+  push(frame: F): void;
+  result(): string | undefined;
+}
+
+export interface TransportTraits {
+  /** Decode can be pointed at prefill's bootstrap address (Mooncake) in a typed form, so a
+   *  Mooncake decode leg depends on prefill having run. */
+  typedBootstrap: boolean;
+  /** Multimodal inputs ride only the prefill leg (decode may get them stripped). */
+  pixelsOnPrefillOnly: boolean;
+}
+
+export interface LegTransport<P, F> {
+  readonly traits: TransportTraits;
+  start(engine: EngineTarget, payload: P, spec: LegSpec): EngineCall<F>;
+  /** The engine's Abort RPC; undefined where closing the connection is the abort. */
+  abort?(engine: EngineTarget, requestId: string): Promise<void>;
+  harvester(): Harvester<F>;
+}

@@ -1,0 +1,145 @@
+// The one executor (ARCHITECTURE decision 11): one attempt of a generation job over any leg
+// transport. PD: plan, run or skip prefill, hand decode its KV, open decode to its first
+// frame. Aggregated mode (a regular engine) is the same executor without a prefill leg.
+import { clientCancelledError, GatewayError } from "../core/errors.js";
+import type { LegTransport } from "../core/leg-transport.js";
+import type { EngineKvMeta } from "../core/kv-meta.js";
+import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
+import type { EventSink } from "../metrics/events.js";
+import { drainPrefill, openLeg, type LegContext, type LegStream } from "./leg.js";
+import { planDecodeKv, planPd, type PdOverride } from "./plan.js";
+
+/** A client request, normalised by its surface: what the executor and the plan need. */
+export interface GenerationJob<P> {
+  model: string;
+  surface: Surface;
+  /** The request in the transport's own form (a GenerateRequest, an OpenAI body). */
+  payload: P;
+  /** Sequences asked for: n, times the prompts of a batched completions request. */
+  fanout: number;
+  hasMmInputs: boolean;
+  override?: PdOverride;
+}
+
+export interface JobEngine {
+  target: EngineTarget;
+  meta: EngineKvMeta;
+}
+
+/** The engines of one attempt: a PD pair, or one regular engine (no prefill). */
+export interface AttemptEngines {
+  prefill?: JobEngine;
+  decode: JobEngine;
+  /** EPD: the model has encode engines, whose output lands on the prefill engine. */
+  hasEncodeAssignments: boolean;
+}
+
+export interface PdTimeouts {
+  prefillTimeoutMs: number;
+  firstFrameTimeoutMs: number;
+  deferredAbortMaxMs: number;
+}
+
+export interface ExecutorContext extends LegContext {
+  events: EventSink;
+  timeouts: PdTimeouts;
+  mintTransferId(): string;
+  /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
+  onDecision?(skipReason: SkipReason | undefined): void;
+  now?: () => number;
+}
+
+export interface AttemptResult<F> {
+  prefill: "ran" | "skipped" | "none";
+  stream: LegStream<F>;
+}
+
+export async function runAttempt<P, F>(
+  t: LegTransport<P, F>,
+  job: GenerationJob<P>,
+  engines: AttemptEngines,
+  requestId: string,
+  ctx: ExecutorContext,
+): Promise<AttemptResult<F>> {
+  if (!engines.prefill) {
+    const stream = await openLeg(t, engines.decode.target, job.payload, { leg: "regular", requestId }, ctx, {
+      handedOff: false,
+      deferredAbortMaxMs: 0,
+      firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
+    });
+    return { prefill: "none", stream };
+  }
+  return runPd(t, job, engines.prefill, engines.decode, engines.hasEncodeAssignments, requestId, ctx);
+}
+
+async function runPd<P, F>(
+  t: LegTransport<P, F>,
+  job: GenerationJob<P>,
+  prefill: JobEngine,
+  decode: JobEngine,
+  hasEncodeAssignments: boolean,
+  requestId: string,
+  ctx: ExecutorContext,
+): Promise<AttemptResult<F>> {
+  const now = ctx.now ?? Date.now;
+  const plan = planPd({
+    fanout: job.fanout,
+    hasEncodeAssignments,
+    hasMmInputs: job.hasMmInputs,
+    prefill: prefill.meta,
+    decode: decode.meta,
+    traits: t.traits,
+    mintTransferId: ctx.mintTransferId,
+    ...(job.override !== undefined ? { override: job.override } : {}),
+  });
+  ctx.onDecision?.(plan.skipReason);
+  if (ctx.clientSignal.aborted) throw clientCancelledError();
+
+  let harvested: string | undefined;
+  let prefillMs: number | undefined;
+  let kvWindowStart = 0;
+  if (plan.prefill) {
+    const t0 = now();
+    harvested = await drainPrefill(t, prefill.target, job.payload, { ...plan.prefill, requestId }, ctx, ctx.timeouts.prefillTimeoutMs);
+    prefillMs = now() - t0;
+    kvWindowStart = now();
+  } else {
+    console.debug(JSON.stringify({ msg: "prefill leg skipped; dispatching to decode only", reason: plan.skipReason, requestId, fanout: job.fanout }));
+  }
+
+  const kv = planDecodeKv(plan, t.traits, harvested);
+  if (kv.kvTransferFailure) {
+    ctx.events.emit({ type: "kv_transfer_failure", model: job.model, prefillEngine: prefill.target.name });
+    console.warn(JSON.stringify({ msg: "prefill returned no kv_transfer_params; decode will recompute the prompt locally", requestId, engine: prefill.target.name }));
+  }
+  if (kv.mooncakeWithoutTypedForm) {
+    console.warn(JSON.stringify({ msg: "Mooncake prefill engine without an engine id: this transport has no typed host/port form; decode recomputes the prompt locally", requestId, engine: prefill.target.name }));
+  }
+  if (kv.missingHandoff) {
+    throw new GatewayError("pd_decode_missing_kv_transfer_params", 502, `Prefill engine '${prefill.target.name}' returned no KV handoff for a multimodal request whose decode leg has no pixels`).from(prefill.target.name);
+  }
+  const handedOff = kv.injection !== "none";
+  // Gone after prefill without a handoff: nothing to release, so decode is not sent.
+  if (ctx.clientSignal.aborted && !handedOff) throw clientCancelledError();
+
+  const stream = await openLeg(t, decode.target, job.payload, { ...kv.spec, requestId }, ctx, {
+    handedOff,
+    deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs,
+    firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
+  });
+  ctx.events.emit({
+    type: "pd_decision",
+    model: job.model,
+    surface: job.surface,
+    connectorMode: plan.mode.kind,
+    prefill: plan.skip ? "skipped" : "ran",
+    ...(plan.skipReason !== undefined ? { skipReason: plan.skipReason } : {}),
+    kvInjection: kv.injection,
+    n: job.fanout,
+    prefillEngine: prefill.target.name,
+    decodeEngine: decode.target.name,
+    ...(prefillMs !== undefined ? { prefillMs } : {}),
+    ...(handedOff ? { kvTransferMs: now() - kvWindowStart } : {}),
+  });
+  return { prefill: plan.skip ? "skipped" : "ran", stream };
+}

@@ -1,0 +1,211 @@
+// One leg lifecycle for every transport (ARCHITECTURE decision 5): dispatch, load charge,
+// per-leg timeout, the engine outcome, and what a client disconnect does. A prefill leg is
+// drained to its end; a decode (or regular) leg is opened up to its first frame, which proves
+// any KV handoff completed, and then handed to the surface.
+import { clientCancelledError, GatewayError } from "../core/errors.js";
+import type { EngineLoads } from "../core/in-flight.js";
+import { LegFailure, type EngineCall, type LegSpec, type LegTransport } from "../core/leg-transport.js";
+import { delay } from "../core/time.js";
+import type { EngineTarget, Leg } from "../core/types.js";
+import { legError } from "./leg-errors.js";
+
+/** Where engine outcomes go (breakers, registry, metrics): routing supplies it. */
+export interface OutcomeReporter {
+  /** `status` is the engine's own answer as HTTP (200 on success), before any mapping. */
+  report(engine: EngineTarget, leg: Leg, status: number): void;
+}
+
+export interface LegContext {
+  model: string;
+  /** Fires when the client goes away. */
+  clientSignal: AbortSignal;
+  waitUntil(promise: Promise<unknown>): void;
+  loads: EngineLoads;
+  outcomes: OutcomeReporter;
+}
+
+/** Stops a call now: closes it and, where the protocol has one, sends the Abort RPC off the
+ *  response path. Abort failures are logged, never thrown: the request is over for the client. */
+function stopper<P, F>(t: LegTransport<P, F>, engine: EngineTarget, call: EngineCall<F>, requestId: string, ctx: LegContext) {
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    call.close();
+    if (!t.abort) return;
+    const rpc = t.abort(engine, requestId).catch((err: unknown) => {
+      console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestId, error: String(err) }));
+    });
+    ctx.waitUntil(rpc);
+  };
+}
+
+function asFailure(err: unknown): LegFailure {
+  if (err instanceof LegFailure) return err;
+  return new LegFailure("transport", 502, err instanceof Error ? err.message : String(err));
+}
+
+/** Runs the prefill leg to its end and returns the handoff it produced. A client disconnect
+ *  aborts it at once and decode is never sent; so does the prefill timeout (504). */
+export async function drainPrefill<P, F>(
+  t: LegTransport<P, F>,
+  engine: EngineTarget,
+  payload: P,
+  spec: LegSpec,
+  ctx: LegContext,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  const call = t.start(engine, payload, spec);
+  const release = ctx.loads.charge(engine.name);
+  const stop = stopper(t, engine, call, spec.requestId, ctx);
+  ctx.clientSignal.addEventListener("abort", stop, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stop();
+  }, timeoutMs);
+  const harvester = t.harvester();
+  let frames = 0;
+  try {
+    for (;;) {
+      const r = await call.next();
+      if (r.done) break;
+      frames++;
+      harvester.push(r.value);
+    }
+  } catch (err) {
+    call.close();
+    if (ctx.clientSignal.aborted) throw clientCancelledError();
+    const f = asFailure(err);
+    const e = timedOut ? legError("prefill", "timeout", engine.name, f, timeoutMs) : legError("prefill", frames === 0 ? "start" : "stream", engine.name, f);
+    ctx.outcomes.report(engine, "prefill", timedOut ? 504 : f.status);
+    logLegFailure(engine, "prefill", spec.requestId, e);
+    throw e.from(engine.name);
+  } finally {
+    clearTimeout(timer);
+    release();
+    ctx.clientSignal.removeEventListener("abort", stop);
+  }
+  ctx.outcomes.report(engine, "prefill", 200);
+  return harvester.result();
+}
+
+export interface LegStream<F> {
+  /** The leg's frames in order, the first one included. Mid-stream failures reject with a
+   *  GatewayError (`<leg>_stream_error`). */
+  next(): Promise<IteratorResult<F>>;
+  /** The consumer stopped before the end (the client went away): abort the leg now. */
+  cancel(): void;
+  /** The engine's response headers, where the protocol has them. */
+  headers(): Headers | undefined;
+}
+
+export interface OpenLegOptions {
+  /** The engine holds a KV handoff: a disconnect before the first frame defers the abort
+   *  until that frame, the stream's end or `deferredAbortMaxMs`. */
+  handedOff: boolean;
+  deferredAbortMaxMs: number;
+  firstFrameTimeoutMs: number;
+}
+
+/** Dispatches a decode or regular leg and waits for its first frame. Abort rules: with a
+ *  handoff, a disconnect before that frame defers the abort; otherwise, and after the first
+ *  frame, it is immediate. Normal completion sends none. */
+export async function openLeg<P, F>(
+  t: LegTransport<P, F>,
+  engine: EngineTarget,
+  payload: P,
+  spec: LegSpec,
+  ctx: LegContext,
+  o: OpenLegOptions,
+): Promise<LegStream<F>> {
+  const { leg } = spec;
+  const call = t.start(engine, payload, spec);
+  const release = ctx.loads.charge(engine.name);
+  const stopNow = stopper(t, engine, call, spec.requestId, ctx);
+  let state: "waiting" | "streaming" | "done" = "waiting";
+  const first = call.next();
+  const onClientGone = () => {
+    if (state === "done") return;
+    if (state === "waiting" && o.handedOff) {
+      const settled = first.then(() => undefined, () => undefined);
+      ctx.waitUntil(Promise.race([settled, delay(o.deferredAbortMaxMs)]).then(stopNow));
+    } else {
+      stopNow();
+    }
+  };
+  // Gone in the window after prefill finished: decode still goes out with the handoff, and
+  // the deferred abort lets it consume the blocks instead of pinning them until the lease.
+  if (ctx.clientSignal.aborted) onClientGone();
+  else ctx.clientSignal.addEventListener("abort", onClientGone, { once: true });
+  const finish = () => {
+    if (state === "done") return;
+    state = "done";
+    release();
+    ctx.clientSignal.removeEventListener("abort", onClientGone);
+  };
+
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stopNow();
+  }, o.firstFrameTimeoutMs);
+  let head: IteratorResult<F>;
+  try {
+    head = await first;
+  } catch (err) {
+    finish();
+    call.close();
+    if (ctx.clientSignal.aborted) throw clientCancelledError();
+    const f = asFailure(err);
+    const e = timedOut ? legError(leg, "timeout", engine.name, f, o.firstFrameTimeoutMs) : legError(leg, "start", engine.name, f);
+    ctx.outcomes.report(engine, leg, timedOut ? 504 : f.status);
+    logLegFailure(engine, leg, spec.requestId, e);
+    throw e.from(engine.name);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (ctx.clientSignal.aborted) {
+    finish();
+    stopNow();
+    throw clientCancelledError();
+  }
+  state = "streaming";
+  ctx.outcomes.report(engine, leg, 200);
+  if (head.done) finish();
+
+  let pending: IteratorResult<F> | undefined = head;
+  return {
+    headers: () => call.headers(),
+    async next() {
+      if (pending) {
+        const r = pending;
+        pending = undefined;
+        return r;
+      }
+      if (state === "done") return { done: true, value: undefined };
+      try {
+        const r = await call.next();
+        if (r.done) finish();
+        return r;
+      } catch (err) {
+        finish();
+        call.close();
+        if (ctx.clientSignal.aborted) throw clientCancelledError();
+        const e = legError(leg, "stream", engine.name, asFailure(err));
+        logLegFailure(engine, leg, spec.requestId, e);
+        throw e.from(engine.name);
+      }
+    },
+    cancel() {
+      if (state === "done") return;
+      finish();
+      stopNow();
+    },
+  };
+}
+
+/** The log names the engine's URL too; the client's message names only the engine. */
+function logLegFailure(engine: EngineTarget, leg: Leg, requestId: string, e: GatewayError): void {
+  console.warn(JSON.stringify({ msg: "engine leg failed", leg, engine: engine.name, url: engine.url, requestId, code: e.code, status: e.status, error: e.message }));
+}

@@ -1,0 +1,29 @@
+// Everything one isolate remembers between requests, in one object created with the app:
+// in-flight loads, local breakers, discovered engine metadata, engine-reported loads, the
+// client requests being served (for Abort), and the registry view. Tests build a fresh one.
+import { EngineInfoCache } from "../backends/engine-info.js";
+import { EngineLoads } from "../core/in-flight.js";
+import { LocalBreakers } from "./breakers.js";
+import { ClientRequests } from "./client-requests.js";
+import { EngineLoadReadings } from "./engine-loads.js";
+import { RegistryView } from "./snapshot.js";
+
+export interface IsolateState {
+  loads: EngineLoads;
+  breakers: LocalBreakers;
+  engineInfo: EngineInfoCache;
+  loadReadings: EngineLoadReadings;
+  clientRequests: ClientRequests;
+  registry: RegistryView;
+}
+
+export function createIsolateState(): IsolateState {
+  return {
+    loads: new EngineLoads(),
+    breakers: new LocalBreakers(),
+    engineInfo: new EngineInfoCache(),
+    loadReadings: new EngineLoadReadings(),
+    clientRequests: new ClientRequests(),
+    registry: new RegistryView(),
+  };
+}

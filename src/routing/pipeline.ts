@@ -1,0 +1,178 @@
+// One generation pipeline for every surface and transport: select engines, run one attempt
+// through the executor, and retry a failure that reached no client byte on a new selection
+// with a fresh engine-side request id (pd-reference T15: an engine may still hold the old
+// one). The engine whose leg failed is avoided on the next attempt.
+import type { LoadedConfig } from "../config/load.js";
+import type { EngineConfig, PolicyName } from "../config/schema.js";
+import { GatewayError } from "../core/errors.js";
+import type { EngineKvMeta } from "../core/kv-meta.js";
+import type { LegTransport } from "../core/leg-transport.js";
+import { delay } from "../core/time.js";
+import { uuidv7 } from "../core/ids.js";
+import type { EngineTarget, Leg, SkipReason } from "../core/types.js";
+import type { EventSink } from "../metrics/events.js";
+import { runAttempt, type AttemptResult, type GenerationJob } from "../pd/executor.js";
+import type { LegStream, OutcomeReporter } from "../pd/leg.js";
+import { engineRoutable } from "./admission.js";
+import type { IsolateState } from "./isolate.js";
+import { prefixKeyOf } from "./policies.js";
+import { nextRetryDelay, type RetryState } from "./retry.js";
+import { selectEngines, type Selection } from "./select.js";
+import type { RoutingSnapshot } from "./snapshot.js";
+
+export interface PipelineContext {
+  config: LoadedConfig;
+  routing: RoutingSnapshot;
+  isolate: IsolateState;
+  events: EventSink;
+  outcomes: OutcomeReporter;
+  clientSignal: AbortSignal;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** A transport with what the pipeline needs around it. */
+export interface EngineFamily<P, F> {
+  transport: LegTransport<P, F>;
+  /** Engine entries (config `transport`) this family can call. */
+  transports: ReadonlySet<string>;
+  /** KV metadata of a selected engine (discovered where the protocol can ask). */
+  kvMeta(engine: EngineConfig, leg: "prefill" | "decode"): Promise<EngineKvMeta>;
+}
+
+export interface PipelineRequest<P, F> {
+  job: GenerationJob<P>;
+  family: EngineFamily<P, F>;
+  /** The client's id for its request (what its Abort names). */
+  clientRequestId: string;
+  /** The engine-side id: attempt 1 uses it, attempt n adds "-n". */
+  requestId: string;
+  /** The data-plane credential the request came with (Abort scoping). */
+  owner: string;
+  routingKey?: string;
+  /** The prompt for prefix-affinity policies; only computed when a policy uses it. */
+  prefixText?(): { text?: string; tokens?: readonly number[] };
+  onDecision?(skipReason: SkipReason | undefined): void;
+  onBackend?(backend: "pd" | "regular"): void;
+}
+
+export interface PipelineResult<F> extends AttemptResult<F> {
+  /** The engine-side id of the attempt that answered. */
+  engineRequestId: string;
+}
+
+export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>): Promise<PipelineResult<F>> {
+  const exclude = new Set<string>();
+  const retry: RetryState = { attempts: 0, backoffSpentMs: 0 };
+  for (;;) {
+    retry.attempts++;
+    const engineRequestId = retry.attempts === 1 ? req.requestId : `${req.requestId}-${retry.attempts}`;
+    try {
+      return { ...(await attempt(ctx, req, engineRequestId, exclude)), engineRequestId };
+    } catch (err) {
+      if (!(err instanceof GatewayError) || ctx.clientSignal.aborted) throw err;
+      if (err.engine !== undefined) exclude.add(err.engine);
+      const wait = nextRetryDelay(err.status, false, retry, ctx.config.retry);
+      if (wait === undefined) throw err;
+      console.warn(JSON.stringify({ msg: "retrying request", requestId: req.requestId, attempt: retry.attempts, engine: err.engine, status: err.status, code: err.code, waitMs: wait }));
+      retry.backoffSpentMs += wait;
+      await delay(wait);
+    }
+  }
+}
+
+async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, exclude: ReadonlySet<string>): Promise<AttemptResult<F>> {
+  const { job, family } = req;
+  const selection = select(ctx, req, exclude);
+  const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport });
+  const engines =
+    selection.kind === "regular"
+      ? { decode: { target: target(selection.engine), meta: { bootstrapHost: "" } }, hasEncodeAssignments: false }
+      : {
+          prefill: { target: target(selection.prefill), meta: await family.kvMeta(selection.prefill, "prefill") },
+          decode: { target: target(selection.decode), meta: await family.kvMeta(selection.decode, "decode") },
+          // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured,
+          // and its prefill engine may be where embeddings land, so prefill is kept.
+          hasEncodeAssignments: selection.hasEncodeEngines,
+        };
+  req.onBackend?.(selection.kind === "regular" ? "regular" : "pd");
+  const untrack = ctx.isolate.clientRequests.track(req.clientRequestId, {
+    engineRequestId: requestId,
+    engines: engines.prefill ? [engines.prefill.target, engines.decode.target] : [engines.decode.target],
+    owner: req.owner,
+  });
+  try {
+    const result = await runAttempt(family.transport, job, engines, requestId, {
+      model: job.model,
+      clientSignal: ctx.clientSignal,
+      waitUntil: ctx.waitUntil,
+      loads: ctx.isolate.loads,
+      outcomes: ctx.outcomes,
+      events: ctx.events,
+      timeouts: {
+        prefillTimeoutMs: ctx.config.pd.prefill_timeout_ms,
+        firstFrameTimeoutMs: ctx.config.pd.first_frame_timeout_ms,
+        deferredAbortMaxMs: ctx.config.pd.deferred_abort_max_ms,
+      },
+      mintTransferId: () => `xfer-${uuidv7()}`,
+      ...(req.onDecision ? { onDecision: req.onDecision } : {}),
+    });
+    return { ...result, stream: untilEnd(result.stream, untrack) };
+  } catch (err) {
+    untrack();
+    throw err;
+  }
+}
+
+function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): Exclude<Selection, { kind: "none" | "unavailable" }> {
+  const { model } = req.job;
+  const selection = selectEngines(ctx.config, model, req.family.transports, {
+    models: ctx.routing.models,
+    load: ctx.isolate.loadReadings.loadFunction({ settings: ctx.config.loads, models: ctx.routing.models, local: ctx.isolate.loads, waitUntil: ctx.waitUntil }),
+    routable: engineRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker),
+    exclude,
+    ...(req.routingKey !== undefined ? { routingKey: req.routingKey } : {}),
+    prefixKey: () => (req.prefixText ? prefixKeyOf(req.prefixText()) : undefined),
+    onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
+  });
+  if (selection.kind === "none") throw noEngineError(ctx, model);
+  if (selection.kind === "unavailable") {
+    throw new GatewayError("no_healthy_engine", 503, `No ${selection.role} engine of model '${model}' can take traffic now`);
+  }
+  return selection;
+}
+
+/** The same answer on every surface: an unknown model is a 404 naming it; a known one with
+ *  no engine this request can use is a 503. */
+export function noEngineError(ctx: Pick<PipelineContext, "routing">, model: string): GatewayError {
+  if (!Object.hasOwn(ctx.routing.models, model)) {
+    return new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, undefined, "model");
+  }
+  return new GatewayError("no_engine_available", 503, `No engine available for model '${model}'`);
+}
+
+/** Runs `onEnd` once when the stream ends however it ends: drained, failed or cancelled. */
+function untilEnd<F>(stream: LegStream<F>, onEnd: () => void): LegStream<F> {
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    onEnd();
+  };
+  return {
+    headers: () => stream.headers(),
+    async next() {
+      try {
+        const r = await stream.next();
+        if (r.done) end();
+        return r;
+      } catch (err) {
+        end();
+        throw err;
+      }
+    },
+    cancel() {
+      end();
+      stream.cancel();
+    },
+  };
+}
