@@ -42,6 +42,7 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     let headers: Headers | undefined;
     let ended = false;
+    let closed = false;
     const open = async (): Promise<ReadableStreamDefaultReader<Uint8Array> | undefined> => {
       let res: Response;
       try {
@@ -55,6 +56,8 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
     };
     return {
       async next() {
+        // Closed by the gateway is not an end the engine sent: never a clean "done".
+        if (closed) throw new LegFailure("transport", 502, "the call was closed");
         if (ended) return { done: true, value: undefined };
         if (!reader) {
           reader = await open();
@@ -73,8 +76,8 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
         }
       },
       close() {
-        if (ended) return;
-        ended = true;
+        if (ended || closed) return;
+        closed = true;
         controller.abort();
         reader?.cancel().catch(() => undefined);
       },

@@ -58,7 +58,8 @@ export async function drainPrefill<P, F>(
   const call = t.start(engine, payload, spec);
   const release = ctx.loads.charge(engine.name);
   const stop = stopper(t, engine, call, spec.requestId, ctx);
-  ctx.clientSignal.addEventListener("abort", stop, { once: true });
+  if (ctx.clientSignal.aborted) stop();
+  else ctx.clientSignal.addEventListener("abort", stop, { once: true });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -122,10 +123,25 @@ export async function openLeg<P, F>(
   const { leg } = spec;
   const call = t.start(engine, payload, spec);
   const release = ctx.loads.charge(engine.name);
-  const stopNow = stopper(t, engine, call, spec.requestId, ctx);
+  const abortCall = stopper(t, engine, call, spec.requestId, ctx);
   let state: "waiting" | "streaming" | "done" = "waiting";
+  const finish = () => {
+    if (state === "done") return;
+    state = "done";
+    release();
+    ctx.clientSignal.removeEventListener("abort", onClientGone);
+  };
+  let stopped = false;
+  const stopNow = () => {
+    stopped = true;
+    finish();
+    abortCall();
+  };
   const first = call.next();
-  const onClientGone = () => {
+  let markGone: () => void = () => undefined;
+  const gone = new Promise<"gone">((resolve) => (markGone = () => resolve("gone")));
+  function onClientGone(): void {
+    markGone();
     if (state === "done") return;
     if (state === "waiting" && o.handedOff) {
       const settled = first.then(() => undefined, () => undefined);
@@ -133,26 +149,22 @@ export async function openLeg<P, F>(
     } else {
       stopNow();
     }
-  };
+  }
   // Gone in the window after prefill finished: decode still goes out with the handoff, and
   // the deferred abort lets it consume the blocks instead of pinning them until the lease.
   if (ctx.clientSignal.aborted) onClientGone();
   else ctx.clientSignal.addEventListener("abort", onClientGone, { once: true });
-  const finish = () => {
-    if (state === "done") return;
-    state = "done";
-    release();
-    ctx.clientSignal.removeEventListener("abort", onClientGone);
-  };
 
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     stopNow();
   }, o.firstFrameTimeoutMs);
-  let head: IteratorResult<F>;
+  let head: IteratorResult<F> | "gone";
   try {
-    head = await first;
+    // The client need not wait for the first frame once it left; the abort rule above
+    // decides what happens to the leg.
+    head = await Promise.race([first, gone]);
   } catch (err) {
     finish();
     call.close();
@@ -165,9 +177,8 @@ export async function openLeg<P, F>(
   } finally {
     clearTimeout(timer);
   }
-  if (ctx.clientSignal.aborted) {
-    finish();
-    stopNow();
+  if (head === "gone" || ctx.clientSignal.aborted) {
+    first.catch(() => undefined); // settles after the (deferred) abort; nobody reads it
     throw clientCancelledError();
   }
   state = "streaming";
@@ -183,6 +194,8 @@ export async function openLeg<P, F>(
         pending = undefined;
         return r;
       }
+      // Stopped (the client left, or the consumer cancelled): not a normal end.
+      if (stopped) throw clientCancelledError();
       if (state === "done") return { done: true, value: undefined };
       try {
         const r = await call.next();
@@ -198,9 +211,7 @@ export async function openLeg<P, F>(
       }
     },
     cancel() {
-      if (state === "done") return;
-      finish();
-      stopNow();
+      if (state !== "done") stopNow();
     },
   };
 }

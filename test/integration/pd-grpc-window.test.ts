@@ -70,9 +70,12 @@ it("a disconnect right after prefill finished still dispatches decode with the h
   await Promise.all(pending);
   // Decode was sent (with the handoff) and aborted; its engine either pulled the blocks or
   // rejected the transfer; either way the prefill engine holds nothing until the lease.
-  const decode = await cluster.stats("decode");
-  expect(decode.generateRequests).toBe(1);
-  expect(decode.abortedRequestIds).toEqual(["window"]);
+  // The Abort RPC is itself waitUntil work started by the deferred task: wait for it too.
+  await eventually(async () => {
+    const decode = await cluster!.stats("decode");
+    expect(decode.generateRequests).toBe(1);
+    expect(decode.abortedRequestIds).toEqual(["window"]);
+  });
   await eventually(() => expectNoPinnedBlocks(cluster!));
   expect((await cluster.stats("prefill")).leasesExpired).toBe(0);
   expect(loads.total()).toBe(0);

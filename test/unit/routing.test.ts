@@ -4,7 +4,7 @@ import { applyProbe, isRoutable, newHealth, type EngineHealth } from "../../src/
 import { backoffMs, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
 import { choose, prefixKeyOf } from "../../src/routing/policies.js";
 import { rendezvous } from "../../src/routing/hashing.js";
-import { chargeLoad, engineLoad } from "../../src/core/in-flight.js";
+import { EngineLoads } from "../../src/core/in-flight.js";
 
 const B: BreakerSettings = { failure_threshold: 3, success_threshold: 2, timeout_secs: 10, disabled: false };
 
@@ -116,11 +116,13 @@ describe("policies", () => {
     expect(prefixKeyOf({})).toBeUndefined();
   });
   it("load guards release once", () => {
-    const release = chargeLoad("engine-x");
-    chargeLoad("engine-x")();
-    expect(engineLoad("engine-x")).toBe(1);
+    const loads = new EngineLoads();
+    const release = loads.charge("engine-x");
+    loads.charge("engine-x")();
+    expect(loads.load("engine-x")).toBe(1);
     release();
     release();
-    expect(engineLoad("engine-x")).toBe(0);
+    expect(loads.load("engine-x")).toBe(0);
+    expect(loads.total()).toBe(0);
   });
 });

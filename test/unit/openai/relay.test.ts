@@ -1,24 +1,24 @@
 // The SSE relay against a scripted engine leg: bytes pass through as they complete, and every
 // way a stream can fail mid-way ends in one gateway error event.
 import { describe, expect, it } from "vitest";
-import type { EngineLeg } from "../../../src/backends/openai-http.js";
+import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
 
 type Step = string | Error;
 
 function scriptedLeg(steps: Step[]) {
   const enc = new TextEncoder();
+  // cancel() is the leg's one "stop now" (a failed relay and a client that left alike).
   const state = { closed: false, gone: false };
-  const leg: EngineLeg = {
-    head: Promise.resolve(new Response(null)),
-    async read() {
+  const leg: LegStream<Uint8Array> = {
+    headers: () => undefined,
+    async next() {
       const s = steps.shift();
       if (s === undefined) return { done: true, value: undefined };
       if (s instanceof Error) throw s;
       return { done: false, value: enc.encode(s) };
     },
-    clientGone: () => void (state.gone = true),
-    close: () => void (state.closed = true),
+    cancel: () => void (state.closed = state.gone = true),
   };
   return { leg, state };
 }

@@ -1,7 +1,9 @@
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { GenerateRequestSchema, type GenerateRequest } from "../../../src/gen/vllm_engine_pb.js";
-import { buildDecodeRequest, buildPrefillRequest } from "../../../src/pd/grpc-requests.js";
+import { encodeGenerateLeg } from "../../../src/backends/generate-request.js";
+import { vllmEngineTransport } from "../../../src/backends/vllm-engine-transport.js";
+import { planDecodeKv, prefillKvTag, type PdPlan } from "../../../src/pd/plan.js";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
 
 function request(n = 1, extra: Omit<MessageInitShape<typeof GenerateRequestSchema>, "$typeName"> = {}): GenerateRequest {
@@ -13,6 +15,40 @@ function request(n = 1, extra: Omit<MessageInitShape<typeof GenerateRequestSchem
     ...extra,
   });
 }
+// The plan's prefill tag and decode table, encoded by the VllmEngine transport: the same
+// functions the executor calls.
+const TRAITS = vllmEngineTransport(() => {
+  throw new Error("no I/O in this test");
+}).traits;
+
+function buildPrefillRequest(req: GenerateRequest, o: { mode: ConnectorMode; relay: boolean; transferId?: string; dpRank?: number }): GenerateRequest {
+  const tag = prefillKvTag(o.mode, o.relay, o.transferId);
+  return encodeGenerateLeg(req, {
+    leg: "prefill",
+    requestId: req.requestId,
+    ...(tag !== undefined ? { kvParamsJson: tag } : {}),
+    ...(o.dpRank !== undefined ? { dataParallelRank: o.dpRank } : {}),
+  });
+}
+
+function buildDecodeRequest(req: GenerateRequest, o: { mode: ConnectorMode; relay: boolean; transferId?: string; harvested?: string; dpRank?: number; prefillRan: boolean }) {
+  const plan: PdPlan = {
+    mode: o.mode,
+    relay: o.relay,
+    skip: !o.prefillRan,
+    pixelsOnPrefillOnly: req.mmInputs !== undefined,
+    ...(o.transferId !== undefined ? { transferId: o.transferId } : {}),
+    ...(o.dpRank !== undefined ? { decodeDpRank: o.dpRank } : {}),
+  };
+  const kv = planDecodeKv(plan, TRAITS, o.harvested);
+  return {
+    request: encodeGenerateLeg(req, { ...kv.spec, requestId: req.requestId }),
+    injection: kv.injection,
+    kvTransferFailure: kv.kvTransferFailure,
+    pixelsStripped: kv.spec.stripPixels === true,
+  };
+}
+
 const json = (r: GenerateRequest) => toJson(GenerateRequestSchema, r) as Record<string, unknown>;
 const NIXL: ConnectorMode = { kind: "nixl" };
 const PASS: ConnectorMode = { kind: "passthrough" };

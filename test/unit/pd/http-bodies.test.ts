@@ -1,14 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
-import {
-  buildEngineBody,
-  fanoutWidth,
-  harvestKvParams,
-  planHttpDecodeKv,
-  prefillKvTag,
-  sanitisePrefillBody,
-} from "../../../src/pd/http-bodies.js";
+import { buildEngineBody, harvestKvParams, sanitisePrefillBody } from "../../../src/backends/openai-bodies.js";
+import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import { fanoutWidth } from "../../../src/api/openai/request.js";
+import { planDecodeKv, prefillKvTag, type PdPlan } from "../../../src/pd/plan.js";
 import { relayKvParams, shouldSkipPrefill } from "../../../src/pd/skip.js";
+
+/** The plan's decode table as the OpenAI HTTP transport sees it (no typed bootstrap form). */
+function planHttpDecodeKv(o: { mode: ConnectorMode; relay: boolean; transferId?: string; harvested?: string; prefillRan: boolean }) {
+  const plan: PdPlan = { mode: o.mode, relay: o.relay, skip: !o.prefillRan, pixelsOnPrefillOnly: false, ...(o.transferId !== undefined ? { transferId: o.transferId } : {}) };
+  const kv = planDecodeKv(plan, openAiHttpTransport.traits, o.harvested);
+  return {
+    injection: kv.injection,
+    ...(kv.spec.kvParamsJson !== undefined ? { paramsJson: kv.spec.kvParamsJson } : {}),
+    kvTransferFailure: kv.kvTransferFailure,
+    mooncakeWithoutId: kv.mooncakeWithoutTypedForm,
+  };
+}
 
 const CHAT = "/v1/chat/completions" as const;
 const COMP = "/v1/completions" as const;

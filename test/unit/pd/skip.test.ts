@@ -72,6 +72,6 @@ describe("n normalisation (T14)", () => {
 });
 
 it("decision header values", () => {
-  expect(prefillDecisionHeader(false)).toBe("ran");
-  expect(prefillDecisionHeader(true)).toBe("skipped; reason=fanout");
+  expect(prefillDecisionHeader(undefined)).toBe("ran");
+  expect(prefillDecisionHeader("fanout")).toBe("skipped; reason=fanout");
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { memberValueText, topLevelMembers, withMember } from "../../../src/pd/json-members.js";
+import { memberValueText, topLevelMembers, withMember } from "../../../src/backends/json-members.js";
 
 describe("topLevelMembers", () => {
   it.each([

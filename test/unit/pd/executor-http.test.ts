@@ -1,13 +1,95 @@
-// The HTTP PD executor against a fake fetch: every branch of pd-reference 6 that a real engine
-// rarely shows (a body that breaks after its head, a transport error on either leg).
+// The executor over the OpenAI HTTP transport against a fake fetch: every branch of
+// pd-reference 6 that a real engine rarely shows (a body that breaks after its head, a
+// transport error on either leg).
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemorySink } from "../../../src/metrics/events.js";
-import { runHttpSequentialPd, type HttpPdInput } from "../../../src/pd/http-sequential.js";
-import { GatewayError } from "../../../src/core/errors.js";
-import { UpstreamStatusError } from "../../../src/pd/http-errors.js";
+import { runAttempt } from "../../../src/pd/executor.js";
+import type { LegStream } from "../../../src/pd/leg.js";
+import type { PdOverride } from "../../../src/pd/plan.js";
+import { GatewayError, UpstreamStatusError } from "../../../src/core/errors.js";
+import { EngineLoads } from "../../../src/core/in-flight.js";
 import { connectorMode, type EngineKvMeta } from "../../../src/pd/connector.js";
-import { readLegText } from "../../../src/backends/openai-http.js";
+import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import type { OpenAiRoute } from "../../../src/backends/openai-bodies.js";
 import { STALE_CONNECTION_RETRIES } from "../../../src/backends/fetch.js";
+import { fanoutWidth } from "../../../src/api/openai/request.js";
+
+interface HttpLeg {
+  name: string;
+  url: string;
+  meta: EngineKvMeta;
+}
+
+interface HttpPdInput {
+  route: OpenAiRoute;
+  clientText: string;
+  body: Record<string, unknown>;
+  requestId: string;
+  model: string;
+  prefill: HttpLeg;
+  decode: HttpLeg;
+  clientSignal: AbortSignal;
+  waitUntil(p: Promise<unknown>): void;
+  deferredAbortMaxMs: number;
+  mintTransferId(): string;
+  override?: PdOverride;
+  onDecision?(skipped: boolean): void;
+  events: MemorySink;
+  /** Told when the prefill leg's body has been read to its end. */
+  onPrefillDrained?(): void;
+}
+
+/** One attempt of the executor over the HTTP transport, outcomes recorded as events (as
+ *  routing's reporter does). */
+async function runHttpSequentialPd(inp: HttpPdInput) {
+  const target = (l: HttpLeg) => ({ target: { name: l.name, url: l.url, transport: "openai-http" }, meta: l.meta });
+  const transport: typeof openAiHttpTransport = {
+    ...openAiHttpTransport,
+    start(engine, payload, spec) {
+      const call = openAiHttpTransport.start(engine, payload, spec);
+      if (spec.leg !== "prefill" || !inp.onPrefillDrained) return call;
+      return {
+        ...call,
+        async next() {
+          const r = await call.next();
+          if (r.done) inp.onPrefillDrained!();
+          return r;
+        },
+      };
+    },
+  };
+  return runAttempt(
+    transport,
+    {
+      model: inp.model,
+      surface: "openai",
+      payload: { route: inp.route, text: inp.clientText, body: inp.body, stream: inp.body.stream === true, clientHeaders: new Headers() },
+      fanout: fanoutWidth(inp.route, inp.body),
+      hasMmInputs: false,
+      ...(inp.override ? { override: inp.override } : {}),
+    },
+    { prefill: target(inp.prefill), decode: target(inp.decode), hasEncodeAssignments: false },
+    inp.requestId,
+    {
+      model: inp.model,
+      clientSignal: inp.clientSignal,
+      waitUntil: inp.waitUntil,
+      loads: new EngineLoads(),
+      outcomes: { report: (e, leg, status) => inp.events.emit({ type: "engine_outcome", model: inp.model, engine: e.name, leg, status }) },
+      events: inp.events,
+      timeouts: { prefillTimeoutMs: 60_000, firstFrameTimeoutMs: 60_000, deferredAbortMaxMs: inp.deferredAbortMaxMs },
+      mintTransferId: inp.mintTransferId,
+      onDecision: (reason) => inp.onDecision?.(reason !== undefined),
+    },
+  );
+}
+
+async function readAll(stream: LegStream<Uint8Array>): Promise<string> {
+  let out = "";
+  const dec = new TextDecoder();
+  for (let r = await stream.next(); !r.done; r = await stream.next()) out += dec.decode(r.value, { stream: true });
+  return out;
+}
 
 interface Call {
   url: string;
@@ -61,7 +143,6 @@ function input(body: Record<string, unknown>, o: Partial<HttpPdInput> = {}): Htt
     clientText: text,
     body,
     requestId: "rid-1",
-    headers: new Headers({ "content-type": "application/json", "x-request-id": "rid-1" }),
     model: "m",
     prefill: { name: "p", url: "http://prefill", meta: meta("NixlConnector") },
     decode: { name: "d", url: "http://decode", meta: meta() },
@@ -90,8 +171,7 @@ describe("n=1 relay", () => {
     const inp = input({ model: "m", prompt: "hi", max_tokens: 8, min_tokens: 2, stream: true, stream_options: { include_usage: true }, extra: [1] });
     const r = await runHttpSequentialPd(inp);
     expect(r.prefill).toBe("ran");
-    expect(r.response.status).toBe(200);
-    expect(await readLegText(r.leg, 1 << 20)).toBe(DECODE_OK);
+    expect(await readAll(r.stream)).toBe(DECODE_OK);
     const [p, d] = calls;
     expect(p!.url).toBe("http://prefill/v1/completions");
     expect(JSON.parse(p!.body)).toEqual({ model: "m", prompt: "hi", max_tokens: 1, stream: false, extra: [1], kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } });
@@ -102,7 +182,7 @@ describe("n=1 relay", () => {
     expect(ev.map((e) => e.type)).toEqual(["engine_outcome", "engine_outcome", "pd_decision"]);
     expect(ev[2]).toMatchObject({ connectorMode: "nixl", prefill: "ran", kvInjection: "relayed", n: 1, surface: "openai" });
     expect((ev[2] as { prefillMs?: number }).prefillMs).toBeGreaterThanOrEqual(0);
-    expect(ev[2]).not.toHaveProperty("kvTransferMs");
+    expect((ev[2] as { kvTransferMs?: number }).kvTransferMs).toBeGreaterThanOrEqual(0); // relayed: timed
   });
 
   it("Mooncake with an engine id: 3-key prefill tag, 5-key decode params with the same transfer id", async () => {
@@ -180,18 +260,18 @@ describe("fan-out skip (decision 1, T24)", () => {
 
 describe("errors (pd-reference 6)", () => {
   it.each([
-    ["prefill transport error", () => { handlers.prefill = () => { throw new TypeError("connect ECONNREFUSED"); }; }, "prefill_request_failed", 502, "Prefill transport error: connect ECONNREFUSED", 1],
-    ["prefill 429", () => { handlers.prefill = () => json(429, '{"error":{"message":"slow down","code":429}}'); }, "prefill_upstream_error", 429, "slow down", 1],
-    ["prefill 503 plain text", () => { handlers.prefill = () => new Response("overloaded", { status: 503 }); }, "prefill_upstream_error", 503, "overloaded", 1],
+    ["prefill transport error", () => { handlers.prefill = () => { throw new TypeError("connect ECONNREFUSED"); }; }, "prefill_request_failed", 502, "Prefill transport error: connect ECONNREFUSED (prefill engine 'p')", 1],
+    ["prefill 429", () => { handlers.prefill = () => json(429, '{"error":{"message":"slow down","code":429}}'); }, "prefill_upstream_error", 429, "slow down (prefill engine 'p')", 1],
+    ["prefill 503 plain text", () => { handlers.prefill = () => new Response("overloaded", { status: 503 }); }, "prefill_upstream_error", 503, "overloaded (prefill engine 'p')", 1],
     ["prefill body breaks", () => { handlers.prefill = () => broken('{"kv_trans'); }, "prefill_read_failed", 502, undefined, 1],
     // A lost connection is re-sent on another one (src/backends/fetch.ts) before it counts.
-    ["decode transport error", () => { handlers.decode = () => { throw new TypeError("Network connection lost"); }; }, "decode_request_failed", 502, "Decode transport error: Network connection lost", 1 + 1 + STALE_CONNECTION_RETRIES],
-    ["decode 400", () => { handlers.decode = () => json(400, '{"error":{"message":"bad"}}'); }, "decode_bad_request", 400, "bad", 2],
-    ["decode 404", () => { handlers.decode = () => json(404, '{"message":"no such model"}'); }, "decode_not_found", 404, "no such model", 2],
-    ["decode 500", () => { handlers.decode = () => json(500, "{}"); }, "decode_internal_error", 500, "{}", 2],
-    ["decode 502", () => { handlers.decode = () => json(502, "bad gateway"); }, "decode_bad_gateway", 502, "bad gateway", 2],
-    ["decode 503", () => { handlers.decode = () => json(503, '{"error":{"message":"down"}}'); }, "decode_unavailable", 503, "down", 2],
-    ["decode 429", () => { handlers.decode = () => json(429, '{"error":{"message":"later"}}'); }, "decode_error", 500, "later", 2],
+    ["decode transport error", () => { handlers.decode = () => { throw new TypeError("Network connection lost"); }; }, "decode_request_failed", 502, "Decode transport error: Network connection lost (decode engine 'd')", 1 + 1 + STALE_CONNECTION_RETRIES],
+    ["decode 400", () => { handlers.decode = () => json(400, '{"error":{"message":"bad"}}'); }, "decode_bad_request", 400, "bad (decode engine 'd')", 2],
+    ["decode 404", () => { handlers.decode = () => json(404, '{"message":"no such model"}'); }, "decode_not_found", 404, "no such model (decode engine 'd')", 2],
+    ["decode 500", () => { handlers.decode = () => json(500, "{}"); }, "decode_internal_error", 500, "{} (decode engine 'd')", 2],
+    ["decode 502", () => { handlers.decode = () => json(502, "bad gateway"); }, "decode_bad_gateway", 502, "bad gateway (decode engine 'd')", 2],
+    ["decode 503", () => { handlers.decode = () => json(503, '{"error":{"message":"down"}}'); }, "decode_unavailable", 503, "down (decode engine 'd')", 2],
+    ["decode 429", () => { handlers.decode = () => json(429, '{"error":{"message":"later"}}'); }, "decode_error", 500, "later (decode engine 'd')", 2],
   ])("%s", async (_name, setup, code, status, message, contacted) => {
     setup();
     const inp = input({ model: "m", prompt: "hi" });
@@ -226,10 +306,7 @@ describe("client disconnects", () => {
     const client = new AbortController();
     const tasks: Promise<unknown>[] = [];
     let firstChunk!: (v: string) => void;
-    handlers.prefill = () => {
-      client.abort();
-      return json(200, PREFILL_OK);
-    };
+    handlers.prefill = () => json(200, PREFILL_OK);
     handlers.decode = () =>
       new Response(
         new ReadableStream<Uint8Array>({
@@ -239,7 +316,8 @@ describe("client disconnects", () => {
         }),
         { status: 200 },
       );
-    const inp = input({ model: "m", prompt: "hi" }, { clientSignal: client.signal, waitUntil: (p) => tasks.push(p) });
+    // The client leaves the moment prefill's answer has been read.
+    const inp = input({ model: "m", prompt: "hi" }, { clientSignal: client.signal, waitUntil: (p) => tasks.push(p), onPrefillDrained: () => client.abort() });
     const e = await failure(runHttpSequentialPd(inp));
     expect(e.code).toBe("client_cancelled");
     expect(calls).toHaveLength(2);
