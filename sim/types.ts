@@ -144,6 +144,9 @@ export interface EngineStats {
   /** Abort RPC calls received, and the request ids named in them. */
   abortsReceived: number;
   abortedRequestIds: string[];
+  /** Aborted request ids that had already finished and still held a handoff here: the blocks
+   *  stayed pinned (vLLM PR 25067). */
+  abortsIgnored: number;
   /** Generate streams the client cancelled (transport-level), without an Abort RPC. */
   streamsCancelled: number;
   /** Aborts / client cancels that arrived while this engine (as decode) was pulling KV: the
