@@ -20,7 +20,7 @@ const SLOW_DECODE = { ...FAST, perOutputTokenMs: 5 };
 beforeAll(async () => {
   c = await cluster([
     { name: "p", role: "prefill", kvConnector: "NixlConnector", latency: SLOW_DECODE },
-    { name: "p-short", role: "prefill", kvConnector: "NixlConnector", leaseMs: 300, latency: FAST },
+    { name: "p-short", role: "prefill", kvConnector: "NixlConnector", leaseMs: 1000, latency: FAST },
     { name: "d", role: "decode", kvConnector: "NixlConnector", latency: FAST },
     { name: "mp", role: "prefill", kvConnector: "MooncakeConnector", kvEngineId: "mc-p", latency: SLOW_DECODE },
   ]);

@@ -11,7 +11,7 @@ let c: RunningCluster;
 let prefill: EngineClient;
 let decode: EngineClient;
 const PROMPT = Array.from({ length: 32 }, (_, i) => `r${i}`).join(" "); // 2 blocks
-const LEASE_MS = 400;
+const LEASE_MS = 1000;
 
 beforeAll(async () => {
   c = await cluster([
