@@ -2,7 +2,7 @@
 // requests, plus both ends of the KV side channel. Listeners live in cluster.ts; the wire
 // surfaces (grpc-service.ts, openai-api.ts, sim-routes.ts) call into this class.
 import { FaultBook } from "./faults.js";
-import { handoffKeyFromBody, type PullTarget } from "./kv-params.js";
+import { classifyKv, handoffKeyFromBody, type KvParams, type PullTarget } from "./kv-params.js";
 import { KvStore } from "./kv-store.js";
 import { Run, type GenInput, type RunHost } from "./run.js";
 import { engineConfig, type EngineConfig } from "./spec.js";
@@ -60,14 +60,16 @@ export class SimEngine implements RunHost {
     if (set?.size === 0) this.runs.delete(run.requestId);
   }
 
-  /** Abort RPC: stops the named requests and frees any blocks they pinned here. Resolves once
-   *  any early releases to producers have been acknowledged. */
+  /** Abort RPC: stops the named requests that are still running, which frees what they pinned.
+   *  A finished request's handoff stays pinned (vLLM PR 25067, "[NIXL] Ignore abort on
+   *  already-finished request": a decode engine may still pull it), counted in abortsIgnored.
+   *  Resolves once any early releases to producers have been acknowledged. */
   async abort(requestIds: string[]): Promise<void> {
     this.stats.recordAbort(requestIds);
     const waits: Promise<void>[] = [];
     for (const id of requestIds) {
       for (const run of [...(this.runs.get(id) ?? [])]) waits.push(run.abort());
-      this.kv.freeOwnedBy(id);
+      if (this.kv.holdsHandoffOf(id)) this.stats.add("abortsIgnored");
     }
     await Promise.all(waits);
   }
@@ -140,6 +142,19 @@ export class SimEngine implements RunHost {
 
   pullKv(target: PullTarget): Promise<boolean> {
     return this.post(target, "pull").then((status) => status === 200);
+  }
+
+  /** This engine refused a request before admitting it (validation, context window, bad
+   *  params). If the request was to pull a handoff, tell the owning prefill engine to free it
+   *  now, as vLLM PR 41269's notify_kv_transfer_request_rejected (and the gRPC servicer's
+   *  _notify_kv_transfer_rejected) do. The owner is found from the params themselves (NIXL
+   *  remote_host/remote_port, Mooncake remote_bootstrap_addr), so a rejection carrying no
+   *  usable params frees nothing and the handoff waits for its lease. */
+  async rejectBeforeAdmission(params: KvParams | undefined, requestId: string): Promise<void> {
+    const intent = classifyKv(this.cfg, params, requestId, 0);
+    if (intent.kind !== "pull") return;
+    this.stats.add("kvReleasesSent");
+    await this.releaseKv(intent.target);
   }
 
   releaseKv(target: PullTarget): Promise<void> {

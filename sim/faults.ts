@@ -14,10 +14,6 @@ export function parseCode(name: string): Code | undefined {
   return codeFromString(lower);
 }
 
-/** HTTP status for an engine failure of this kind: the gRPC -> HTTP table the gateway uses
- *  too (one table, src/pd/errors.ts), which is also how vLLM's OpenAI server answers. */
-export { httpStatusForCode } from "../src/core/errors.js";
-
 /** Throws Error("<path>: ...") naming the offending field; returns the fault unchanged. */
 export function validateFault(value: unknown, path: string): SimFault {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -46,6 +46,15 @@ export function kvParamsOf(req: GenerateRequest): KvParams | undefined {
   return undefined;
 }
 
+/** The request's kv params, or undefined when they are themselves what was invalid. */
+function kvParamsIfValid(req: GenerateRequest): KvParams | undefined {
+  try {
+    return kvParamsOf(req);
+  } catch {
+    return undefined;
+  }
+}
+
 function toGenInput(req: GenerateRequest, ctx: HandlerContext): GenInput {
   let promptIds: number[];
   if (req.input.case === "text") promptIds = tokenize(req.input.value);
@@ -138,7 +147,14 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
           body: toJson(GenerateRequestSchema, req, { useProtoFieldName: true }), receivedAt: Date.now(),
           headers: headerObject(ctx.requestHeader),
         });
-        const input = toGenInput(req, ctx);
+        let input: GenInput;
+        try {
+          input = toGenInput(req, ctx);
+        } catch (err) {
+          // Refused before admission: free the prefill's handoff now (vLLM PR 41269).
+          await engine.rejectBeforeAdmission(kvParamsIfValid(req), req.requestId);
+          throw err;
+        }
         const promptTokens = input.promptIds.length;
         const run = engine.startRun(input);
         // ctx.signal also fires on normal completion; run.cancel() is a no-op once it ended.

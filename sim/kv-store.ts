@@ -1,11 +1,13 @@
 // Pinned KV handoffs on a producing (prefill) engine. A handoff holds its blocks until exactly
-// one consumer pulls it, the consumer releases it (transfer rejected), or its lease expires:
+// one consumer pulls it, the consumer releases it (transfer rejected), or its lease
+// (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) expires:
 // the single-consumer property that makes a KV handoff unusable by n>1 decode children.
 
 export interface Handoff {
   /** "nixl:<request id>", "mooncake-xfer:<transfer id>" or "mooncake-req:<request id>". */
   key: string;
-  /** Request that produced (and owns) the blocks: Abort of that id frees them. */
+  /** Request that produced the blocks. Once it finished, an Abort of that id leaves them
+   *  pinned (vLLM PR 25067): only a pull, a decode's rejection notice or the lease frees them. */
   ownerRequestId: string;
   engineId: string;
   blockIds: number[];
@@ -64,16 +66,17 @@ export class KvStore {
     return entry.h;
   }
 
-  /** Frees every handoff produced by this request id (Abort). */
-  freeOwnedBy(requestId: string): number {
-    let n = 0;
-    for (const [key, { h }] of [...this.handoffs]) {
-      if (h.ownerRequestId === requestId) {
-        this.free(key);
-        n++;
-      }
-    }
-    return n;
+  /** Frees exactly this handoff if it is still pinned (not a newer one under the same key). */
+  freeHandoff(h: Handoff): boolean {
+    if (this.handoffs.get(h.key)?.h !== h) return false;
+    this.free(h.key);
+    return true;
+  }
+
+  /** Whether a handoff produced by this request id is still pinned. */
+  holdsHandoffOf(requestId: string): boolean {
+    for (const { h } of this.handoffs.values()) if (h.ownerRequestId === requestId) return true;
+    return false;
   }
 
   clear(): void {

@@ -4,7 +4,8 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { EventQueue } from "./async.js";
 import type { SimEngine } from "./engine.js";
-import { httpStatusForCode, parseFaultHeader } from "./faults.js";
+import { parseFaultHeader } from "./faults.js";
+import { httpStatusForCode } from "./http-status.js";
 import { BodyError, headerRecord, onClientGone, openAiError, readBody, sendJson, sendOpenAiError } from "./http-util.js";
 import type { KvParams } from "./kv-params.js";
 import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
@@ -34,6 +35,13 @@ function stopReason(c: Complete | undefined): string | number | null {
   return c?.matchedStopStr ?? c?.matchedTokenId ?? null;
 }
 
+/** The body's top-level kv_transfer_params when it is an object, whatever else is wrong. */
+function kvParamsOfBody(json: unknown): KvParams | undefined {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
+  const kv = (json as Record<string, unknown>).kv_transfer_params;
+  return typeof kv === "object" && kv !== null && !Array.isArray(kv) ? (kv as KvParams) : undefined;
+}
+
 export function handleModels(engine: SimEngine, res: ServerResponse): void {
   const model = engine.cfg.model;
   sendJson(res, 200, {
@@ -53,11 +61,11 @@ export async function handleGeneration(
   const baseId = typeof headerId === "string" && headerId !== "" ? headerId : randomUUID().replace(/-/g, "");
   const headers = headerRecord(req);
   let raw = "";
+  let json: unknown;
   let parsed: OpenAiRequest;
   let fault;
   try {
     raw = await readBody(req);
-    let json: unknown;
     try {
       json = JSON.parse(raw);
     } catch {
@@ -68,6 +76,8 @@ export async function handleGeneration(
     parsed = parseOpenAiRequest(route, json, engine.cfg.model);
     fault = parseFaultHeader(req.headers["x-sim-fault"] as string | undefined);
   } catch (err) {
+    // Refused before admission: free the prefill's handoff now (vLLM PR 41269).
+    await engine.rejectBeforeAdmission(kvParamsOfBody(json), baseId);
     if (err instanceof OpenAiBadRequest) return sendOpenAiError(res, err.status, err.message, err.param);
     return sendOpenAiError(res, 400, (err as Error).message);
   }

@@ -8,7 +8,7 @@ import { parseCode } from "./faults.js";
 import { classifyKv, legOf, nixlKey, type KvIntent, type KvParams, type PullTarget } from "./kv-params.js";
 import { detokenize, naturalLengthFromHash, promptHash, tokenAt } from "./tokens.js";
 import type { FaultBook } from "./faults.js";
-import type { KvStore } from "./kv-store.js";
+import type { Handoff, KvStore } from "./kv-store.js";
 import type { EngineConfig } from "./spec.js";
 import type { Stats } from "./stats.js";
 import type { SimFault } from "./types.js";
@@ -84,6 +84,8 @@ export class Run {
   private pullInFlight = false;
   private samples: Sample[] = [];
   private countedDecode = false;
+  /** Handoffs this run pinned; freed again if it ends without finishing. */
+  private readonly pins: Handoff[] = [];
 
   constructor(
     private readonly host: RunHost,
@@ -173,7 +175,7 @@ export class Run {
     } else {
       if (!(await this.computePrompt())) return;
       if (this.intent.kind === "mooncake-produce") {
-        this.host.kv.pin(this.intent.key, input.requestId, pinEngineId(cfg, input.dataParallelRank), Math.ceil(promptLen / cfg.blockSize));
+        this.pins.push(this.host.kv.pin(this.intent.key, input.requestId, pinEngineId(cfg, input.dataParallelRank), Math.ceil(promptLen / cfg.blockSize)));
       }
     }
     await this.decode(hash, fault);
@@ -270,6 +272,7 @@ export class Run {
     const { cfg, kv } = this.host;
     const engineId = pinEngineId(cfg, this.input.dataParallelRank);
     const h = kv.pin(nixlKey(this.requestId), this.requestId, engineId, Math.ceil(this.input.promptIds.length / cfg.blockSize));
+    this.pins.push(h);
     return {
       do_remote_prefill: true,
       do_remote_decode: false,
@@ -291,6 +294,9 @@ export class Run {
     this.controller.abort();
     this.host.unregister(this);
     if (outcome === "cancelled") stats.add("streamsCancelled");
+    // A request stopped while running never completed its handoff, so its blocks go back at
+    // once. Only a finished request's handoff outlives it (and ignores a later Abort).
+    if (outcome !== "finished") for (const h of this.pins) this.host.kv.freeHandoff(h);
     let release: Promise<void> | undefined;
     if (outcome !== "finished" && this.intent.kind === "pull") {
       if (stoppedDuringPull && outcome !== "failed") {

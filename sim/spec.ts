@@ -12,7 +12,14 @@ export const DEFAULT_LATENCY: Required<SimLatency> = {
   pullSetupMs: 2,
 };
 export const DEFAULT_MODEL = "sim-model";
-export const DEFAULT_LEASE_MS = 30_000;
+/** VLLM_NIXL_ABORT_REQUEST_TIMEOUT, the lease on a finished prefill's handoff: 480 s in older
+ *  vLLM releases, 30 s in newer ones. A handoff no decode engine pulls (or rejects) holds its
+ *  blocks this long, and an Abort does not shorten it (vLLM PR 25067). */
+export const VLLM_NIXL_ABORT_REQUEST_TIMEOUT_OLDER_MS = 480_000;
+export const VLLM_NIXL_ABORT_REQUEST_TIMEOUT_NEWER_MS = 30_000;
+/** The sim follows current vLLM (see docs/sim.md); set `leaseMs` to the older value to
+ *  measure what a stranded handoff costs against an older engine. */
+export const DEFAULT_LEASE_MS = VLLM_NIXL_ABORT_REQUEST_TIMEOUT_NEWER_MS;
 /** uvicorn's timeout_keep_alive default, which `vllm serve` keeps (VLLM_HTTP_TIMEOUT_KEEP_ALIVE). */
 export const DEFAULT_KEEP_ALIVE_MS = 5_000;
 export const DEFAULT_BLOCK_SIZE = 16;

@@ -19,13 +19,14 @@ export type Counter =
   | "abortsDuringPull"
   | "kvPullsCompleted"
   | "kvReleasesSent"
-  | "connectionsDropped";
+  | "connectionsDropped"
+  | "abortsIgnored";
 
 const COUNTERS: Counter[] = [
   "prefillComputations", "promptTokensComputed", "decodeRequests", "generateRequests",
   "kvPullsServed", "kvPullsRefused", "kvRecomputes", "kvSiblingHazards", "leasesExpired",
   "transfersRejected", "abortsReceived", "streamsCancelled", "abortsDuringPull",
-  "kvPullsCompleted", "kvReleasesSent", "connectionsDropped",
+  "kvPullsCompleted", "kvReleasesSent", "connectionsDropped", "abortsIgnored",
 ];
 
 export interface LiveState {
@@ -90,6 +91,7 @@ export class Stats {
       transfersRejected: c("transfersRejected"),
       abortsReceived: c("abortsReceived"),
       abortedRequestIds: [...this.abortedIds],
+      abortsIgnored: c("abortsIgnored"),
       streamsCancelled: c("streamsCancelled"),
       abortsDuringPull: c("abortsDuringPull"),
       kvPullsCompleted: c("kvPullsCompleted"),

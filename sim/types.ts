@@ -59,7 +59,9 @@ export interface EngineSpec {
   grpcPort?: number;
   /** Mooncake bootstrap listener port (Mooncake engines only). 0 = pick a free one. */
   bootstrapPort?: number;
-  /** NIXL / Mooncake lease on pinned blocks, ms (default 30000). */
+  /** Lease on a finished request's pinned handoff, ms: the engine's
+   *  VLLM_NIXL_ABORT_REQUEST_TIMEOUT (480 s in older vLLM releases, 30 s in newer ones).
+   *  Default 30000, the newer value. Applies to Mooncake handoffs too. */
   leaseMs?: number;
   /** Idle keep-alive timeout of the HTTP/1.1 listener, ms (default 5000, uvicorn's and so
    *  `vllm serve`'s): clients that pool connections meet the close race vLLM has. */
@@ -144,6 +146,9 @@ export interface EngineStats {
   /** Abort RPC calls received, and the request ids named in them. */
   abortsReceived: number;
   abortedRequestIds: string[];
+  /** Aborted request ids that had already finished and still held a handoff here: the blocks
+   *  stayed pinned (vLLM PR 25067). */
+  abortsIgnored: number;
   /** Generate streams the client cancelled (transport-level), without an Abort RPC. */
   streamsCancelled: number;
   /** Aborts / client cancels that arrived while this engine (as decode) was pulling KV: the

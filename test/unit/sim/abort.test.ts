@@ -1,5 +1,6 @@
-// Abort and cancellation: streams end, pins are freed, a decode stopped before its pull releases
-// the producer's blocks, and one stopped during its pull leaves them pinned until the lease.
+// Abort and cancellation: streams end, a finished handoff survives an Abort, a decode stopped
+// before its pull releases the producer's blocks, and one stopped during its pull leaves them
+// pinned until the lease.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { RunningCluster } from "../../../sim/types.js";
@@ -49,11 +50,11 @@ describe("Abort RPC", () => {
     expect(s.recent.at(-1)).toMatchObject({ method: "Abort", body: { request_ids: ["run-1", "unknown-id"] } });
   });
 
-  it("frees the blocks the aborted request pinned", async () => {
+  it("leaves the handoff of an already-finished request pinned (vLLM PR 25067)", async () => {
     await handoff("pin-1");
     expect((await stats(c.engine("p"))).blocksPinned).toBe(2);
     await prefill.abort({ requestIds: ["pin-1"] });
-    expect(await stats(c.engine("p"))).toMatchObject({ blocksPinned: 0, handoffsPinned: 0, transfersRejected: 0 });
+    expect(await stats(c.engine("p"))).toMatchObject({ blocksPinned: 2, handoffsPinned: 1, transfersRejected: 0, abortsIgnored: 1 });
   });
 
   it("a decode aborted before its pull releases the prefill's blocks (transfersRejected)", async () => {
