@@ -12,7 +12,7 @@
 //  - anything the library cannot evaluate: ChatTemplateError("unsupported_feature") naming it.
 import { ChatTemplateError } from "./errors.js";
 import { JsonNumber, parseLosslessJson, pyFloatRepr, pyNumberRepr, type LosslessJson } from "./lossless-json.js";
-import { pyJsonDumps, type PyJsonOptions, type RuntimeLike } from "./py-json.js";
+import { pyJsonDumps, pyRepr, type PyJsonOptions, type RuntimeLike } from "./py-json.js";
 import { specialTokenText } from "./tokenizer.js";
 import type { EdgeTokenizer } from "./tokenizer.js";
 
@@ -194,6 +194,12 @@ function withPyRepr(v: RuntimeValue, repr: string): RuntimeValue {
   return v;
 }
 
+/** {{ some_list }} prints Python's str(list), not JSON. */
+function printsAsPython(v: RuntimeValue): RuntimeValue {
+  Object.defineProperty(v, "toString", { value: () => pyRepr(v) });
+  return v;
+}
+
 function toRuntime(rt: Runtime, v: unknown): RuntimeValue {
   if (v === null) return new rt.Null(null);
   if (v === undefined) return new rt.Undefined(undefined);
@@ -203,9 +209,9 @@ function toRuntime(rt: Runtime, v: unknown): RuntimeValue {
   if (v instanceof JsonNumber) {
     return v.isFloat ? withPyRepr(new rt.Float(v.value), pyNumberRepr(v)) : withPyRepr(new rt.Integer(v.value), pyNumberRepr(v));
   }
-  if (Array.isArray(v)) return new rt.Array(v.map((x) => toRuntime(rt, x)));
-  if (v instanceof Map) return new rt.Object(new Map([...v].map(([k, x]) => [String(k), toRuntime(rt, x)])));
-  if (typeof v === "object") return new rt.Object(new Map(Object.entries(v).map(([k, x]) => [k, toRuntime(rt, x)])));
+  if (Array.isArray(v)) return printsAsPython(new rt.Array(v.map((x) => toRuntime(rt, x))));
+  if (v instanceof Map) return printsAsPython(new rt.Object(new Map([...v].map(([k, x]) => [String(k), toRuntime(rt, x)]))));
+  if (typeof v === "object") return printsAsPython(new rt.Object(new Map(Object.entries(v).map(([k, x]) => [k, toRuntime(rt, x)]))));
   throw new ChatTemplateError("invalid_request", `cannot pass a ${typeof v} to a chat template`);
 }
 

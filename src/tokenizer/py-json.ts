@@ -87,3 +87,46 @@ export function pyJsonDumps(v: RuntimeLike, options: PyJsonOptions = {}): string
 
   return dump(v, 0);
 }
+
+/** Python's repr() of a str: single quotes unless the text has ' and no ". */
+function pyStrRepr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === "\\" || ch === quote) out += "\\" + ch;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+    else out += ch;
+  }
+  return out + quote;
+}
+
+/** Python's str() of a list or dict ({{ x }} on a container): the repr of its items. Used for
+ *  containers built from the request; the library prints them as JSON ("a" and null instead of
+ *  'a' and None). Non-printable non-ASCII characters are not escaped as Python would. */
+export function pyRepr(v: RuntimeLike): string {
+  switch (v.type) {
+    case "NullValue":
+    case "UndefinedValue":
+      return "None";
+    case "BooleanValue":
+      return v.value ? "True" : "False";
+    case "IntegerValue":
+      return v.pyRepr ?? String(v.value);
+    case "FloatValue":
+      return v.pyRepr ?? pyFloatRepr(v.value as number);
+    case "StringValue":
+      return pyStrRepr(v.value as string);
+    case "ArrayValue":
+      return "[" + (v.value as RuntimeLike[]).map(pyRepr).join(", ") + "]";
+    case "TupleValue":
+      return "(" + (v.value as RuntimeLike[]).map(pyRepr).join(", ") + ")";
+    case "ObjectValue":
+      return "{" + [...(v.value as Map<string, RuntimeLike>)].map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`).join(", ") + "}";
+    default:
+      return String(v.value);
+  }
+}
