@@ -36,7 +36,7 @@ async function renderCase(c: Case, parse: "lossless" | "naive"): Promise<{ text?
   const v = parse === "lossless" ? c : (parseLosslessJson(JSON.stringify(toPlain(c))) as Case);
   const plain = parse === "naive" ? (JSON.parse(JSON.stringify(toPlain(c))) as Record<string, unknown>) : undefined;
   const get = (k: string) => (plain ? plain[k] : v.get(k)) as never;
-  const config = configs[(toPlain(c).valueOf() as Record<string, unknown>).config as string ?? "qwen3"] ?? configs.qwen3!;
+  const config = configs[(c.get("config") as string | undefined) ?? "qwen3"]!;
   const files = new Map([["tokenizer_config.json", JSON.stringify(config)]]);
   const inline = c.get("template") as string | undefined;
   const source = inline ?? selectChatTemplate(files, { hasTools: c.has("tools"), name: c.get("template_name") as string | undefined });
