@@ -112,7 +112,7 @@ describe("OpenAiResponseBuilder", () => {
     const lines = ids.flatMap((id, i) => b.onFrame(chunk(0, [id], i + 1)));
     expect(b.allFinished).toBe(true);
     lines.push(...b.onFrame(complete(0, ids, "length")), ...b.finishStream());
-    const objs = lines.filter((l) => l !== "data: [DONE]\n\n").map((l) => JSON.parse(l.slice(6)) as Record<string, never>);
+    const objs = lines.filter((l) => l !== "data: [DONE]\n\n").map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
     expect(lines.at(-1)).toBe("data: [DONE]\n\n");
     const choices = objs.flatMap((o) => o.choices as Record<string, unknown>[]);
     expect(choices[0]).toMatchObject({ delta: { role: "assistant" } });
