@@ -17,6 +17,7 @@ import type { SimEngine } from "./engine.js";
 import { DEFAULT_MAX_TOKENS, MAX_CONTEXT, MAX_N } from "./spec.js";
 import type { GenEvent, GenInput } from "./run.js";
 import { tokenize } from "./tokens.js";
+import { outputRemap, QWEN3_MODEL_INFO, servesRealTokenizer, tokenizerChunks, wantsBadSha } from "./tokenizer-bundle.js";
 
 
 function invalid(message: string): ConnectError {
@@ -156,6 +157,8 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
           throw err;
         }
         const promptTokens = input.promptIds.length;
+        // Qwen3-model engines emit ids in the real tokenizer's space (sim/tokenizer-bundle.ts).
+        const remap = await outputRemap(cfg.model, input.promptIds);
         const run = engine.startRun(input);
         // ctx.signal also fires on normal completion; run.cancel() is a no-op once it ended.
         const onCancel = () => void run.cancel();
@@ -182,20 +185,20 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
                 response: {
                   case: "chunk",
                   value: {
-                    tokenIds: [ev.tokenId], promptTokens, completionTokens: ev.completionTokens,
+                    tokenIds: [remap(ev.completionTokens - 1, ev.tokenId)], promptTokens, completionTokens: ev.completionTokens,
                     cachedTokens: ev.cachedTokens, index: ev.index,
                   },
                 },
               });
               afterFrame();
             } else {
-              yield completeFrame(ev, promptTokens);
+              yield completeFrame({ ...ev, outputIds: ev.outputIds.map((id, pos) => remap(pos, id)) }, promptTokens);
               afterFrame();
             }
           }
           finals.sort((a, b) => a.index - b.index);
           for (const ev of finals) {
-            yield completeFrame(ev, promptTokens);
+            yield completeFrame({ ...ev, outputIds: ev.outputIds.map((id, pos) => remap(pos, id)) }, promptTokens);
             afterFrame();
           }
         } finally {
@@ -234,6 +237,7 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
           padTokenId: 0,
           bosTokenId: 1,
           maxReqInputLen: MAX_CONTEXT,
+          ...(servesRealTokenizer(cfg.model) ? QWEN3_MODEL_INFO : {}),
         };
       },
       getServerInfo() {
@@ -272,8 +276,9 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
           ],
         };
       },
-      getTokenizer() {
-        return unimplemented("GetTokenizer");
+      getTokenizer(_req, ctx) {
+        if (!servesRealTokenizer(cfg.model)) return unimplemented("GetTokenizer");
+        return tokenizerChunks(wantsBadSha(cfg.model, ctx.requestHeader.get("x-sim-tokenizer")));
       },
       subscribeKvEvents() {
         return unimplemented("SubscribeKvEvents");
