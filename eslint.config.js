@@ -1,6 +1,41 @@
 // Lint config: typescript-eslint's recommended rules over all TypeScript; generated code is
-// left alone (it comes from proto/ through `npm run generate`).
+// left alone (it comes from proto/ through `npm run generate`). The layering of src/ is
+// enforced here (docs/architecture.md): a module may import only from its own layer and the
+// layers below it, so an upward import fails `npm run lint`.
 import tseslint from "typescript-eslint";
+
+/** Each layer, bottom up, and the sibling folders of src/ it may import from. */
+const LAYERS = [
+  ["core", []],
+  ["config", ["core"]],
+  ["metrics", ["core", "config"]],
+  ["tokenizer", ["core", "gen"]],
+  ["backends", ["core", "config", "gen", "tokenizer"]],
+  ["pd", ["core", "config", "gen", "metrics", "tokenizer", "backends"]],
+  ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
+  ["middleware", ["core", "config", "gen", "metrics", "routing", "context.js", "env.js"]],
+];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+
+function layerRule([layer, allowed]) {
+  const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));
+  return {
+    files: [`src/${layer}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: forbidden.flatMap((e) => [`../${e}`, `../${e}/**`, `../../${e}`, `../../${e}/**`]),
+              message: `src/${layer} may import only from ${allowed.length ? allowed.join(", ") : "nothing else in the project"} (docs/architecture.md).`,
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
 
 export default tseslint.config(
   { ignores: ["node_modules/", "src/gen/", ".wrangler/", "dist/"] },
@@ -8,6 +43,14 @@ export default tseslint.config(
   {
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+  ...LAYERS.map(layerRule),
+  {
+    // Surfaces sit on top of everything but the app that composes them.
+    files: ["src/api/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ group: ["../../app.js", "../../index.js", "../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" }] }],
     },
   },
 );
