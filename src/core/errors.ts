@@ -22,6 +22,10 @@ export class GatewayError extends Error {
   /** The engine (configured name) whose failure this is, so a retry can avoid it. */
   engine?: string;
 
+  /** False when re-running the pipeline would do harm (a KV handoff is already pinned for
+   *  this request); otherwise the status decides. */
+  retryable?: boolean;
+
   /** Tags the error with the engine that caused it; returns the error. */
   from(engine: string): this {
     this.engine = engine;

@@ -2,11 +2,12 @@
 // transport. PD: plan, run or skip prefill, hand decode its KV, open decode to its first
 // frame. Aggregated mode (a regular engine) is the same executor without a prefill leg.
 import { clientCancelledError, GatewayError } from "../core/errors.js";
-import type { LegTransport } from "../core/leg-transport.js";
+import { LegFailure, type LegSpec, type LegTransport } from "../core/leg-transport.js";
 import type { EngineKvMeta } from "../core/kv-meta.js";
 import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { drainPrefill, openLeg, type LegContext, type LegStream } from "./leg.js";
+import { decodeFailoverAllowed } from "./failover.js";
 import { planDecodeKv, planPd, type PdOverride } from "./plan.js";
 
 /** A client request, normalised by its surface: what the executor and the plan need. */
@@ -32,6 +33,8 @@ export interface AttemptEngines {
   decode: JobEngine;
   /** EPD: the model has encode engines, whose output lands on the prefill engine. */
   hasEncodeAssignments: boolean;
+  /** Another decode engine of the pool that `tried` does not name, for decode failover. */
+  anotherDecode?(tried: ReadonlySet<string>): Promise<JobEngine | undefined>;
 }
 
 export interface PdTimeouts {
@@ -69,25 +72,24 @@ export async function runAttempt<P, F>(
     });
     return { prefill: "none", stream };
   }
-  return runPd(t, job, engines.prefill, engines.decode, engines.hasEncodeAssignments, requestId, ctx);
+  return runPd(t, job, engines.prefill, engines, requestId, ctx);
 }
 
 async function runPd<P, F>(
   t: LegTransport<P, F>,
   job: GenerationJob<P>,
   prefill: JobEngine,
-  decode: JobEngine,
-  hasEncodeAssignments: boolean,
+  engines: AttemptEngines,
   requestId: string,
   ctx: ExecutorContext,
 ): Promise<AttemptResult<F>> {
   const now = ctx.now ?? Date.now;
   const plan = planPd({
     fanout: job.fanout,
-    hasEncodeAssignments,
+    hasEncodeAssignments: engines.hasEncodeAssignments,
     hasMmInputs: job.hasMmInputs,
     prefill: prefill.meta,
-    decode: decode.meta,
+    decode: engines.decode.meta,
     traits: t.traits,
     mintTransferId: ctx.mintTransferId,
     ...(job.override !== undefined ? { override: job.override } : {}),
@@ -122,11 +124,7 @@ async function runPd<P, F>(
   // Gone after prefill without a handoff: nothing to release, so decode is not sent.
   if (ctx.clientSignal.aborted && !handedOff) throw clientCancelledError();
 
-  const stream = await openLeg(t, decode.target, job.payload, { ...kv.spec, requestId }, ctx, {
-    handedOff,
-    deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs,
-    firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
-  });
+  const { stream, decode } = await openDecode(t, job, engines, { ...kv.spec, requestId }, handedOff, ctx);
   ctx.events.emit({
     type: "pd_decision",
     model: job.model,
@@ -142,4 +140,40 @@ async function runPd<P, F>(
     ...(handedOff ? { kvTransferMs: now() - kvWindowStart } : {}),
   });
   return { prefill: plan.skip ? "skipped" : "ran", stream };
+}
+
+/** Opens decode. With a handoff given, a failure that decode most likely never admitted goes
+ *  to another decode engine with the same handoff and request id (issue 15) instead of a
+ *  pipeline retry, which would run prefill again and pin a second handoff. When none is left
+ *  the error is final: the handoff waits for its lease. */
+async function openDecode<P, F>(
+  t: LegTransport<P, F>,
+  job: GenerationJob<P>,
+  engines: AttemptEngines,
+  spec: LegSpec,
+  handedOff: boolean,
+  ctx: ExecutorContext,
+): Promise<{ stream: LegStream<F>; decode: JobEngine }> {
+  const tried = new Set<string>();
+  for (let decode: JobEngine | undefined = engines.decode; ; ) {
+    tried.add(decode.target.name);
+    try {
+      const stream = await openLeg(t, decode.target, job.payload, spec, ctx, {
+        handedOff,
+        deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs,
+        firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
+      });
+      return { stream, decode };
+    } catch (err) {
+      if (!handedOff || !(err instanceof GatewayError)) throw err;
+      const failover = err.cause instanceof LegFailure && decodeFailoverAllowed(err.cause);
+      const next = failover && !ctx.clientSignal.aborted ? await engines.anotherDecode?.(tried) : undefined;
+      if (!next) {
+        err.retryable = false;
+        throw err;
+      }
+      console.warn(JSON.stringify({ msg: "decode failover: same handoff, another decode engine", requestId: spec.requestId, failed: decode.target.name, next: next.target.name, code: err.code }));
+      decode = next;
+    }
+  }
 }

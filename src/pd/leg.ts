@@ -173,6 +173,8 @@ export async function openLeg<P, F>(
     const e = timedOut ? legError(leg, "timeout", engine.name, f, o.firstFrameTimeoutMs) : legError(leg, "start", engine.name, f);
     ctx.outcomes.report(engine, leg, timedOut ? 504 : f.status);
     logLegFailure(engine, leg, spec.requestId, e);
+    // The transport's account of a failure before the first frame, for failover decisions.
+    if (!timedOut) e.cause = f;
     throw e.from(engine.name);
   } finally {
     clearTimeout(timer);

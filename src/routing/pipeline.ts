@@ -17,7 +17,7 @@ import { engineRoutable } from "./admission.js";
 import type { IsolateState } from "./isolate.js";
 import { prefixKeyOf } from "./policies.js";
 import { nextRetryDelay, type RetryState } from "./retry.js";
-import { selectEngines, type Selection } from "./select.js";
+import { selectAnotherDecode, selectEngines, type SelectOptions, type Selection } from "./select.js";
 import type { RoutingSnapshot } from "./snapshot.js";
 
 export interface PipelineContext {
@@ -71,6 +71,7 @@ export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineReque
     } catch (err) {
       if (!(err instanceof GatewayError) || ctx.clientSignal.aborted) throw err;
       if (err.engine !== undefined) exclude.add(err.engine);
+      if (err.retryable === false) throw err;
       const wait = nextRetryDelay(err.status, false, retry, ctx.config.retry);
       if (wait === undefined) throw err;
       console.warn(JSON.stringify({ msg: "retrying request", requestId: req.requestId, attempt: retry.attempts, engine: err.engine, status: err.status, code: err.code, waitMs: wait }));
@@ -93,6 +94,11 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
           // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured,
           // and its prefill engine may be where embeddings land, so prefill is kept.
           hasEncodeAssignments: selection.hasEncodeEngines,
+          // Decode failover: another decode engine of the pool, none tried yet for this attempt.
+          anotherDecode: async (tried: ReadonlySet<string>) => {
+            const engine = selectAnotherDecode(ctx.config, job.model, family.transports, selectOptions(ctx, req, tried));
+            return engine ? { target: target(engine), meta: await family.kvMeta(engine, "decode") } : undefined;
+          },
         };
   req.onBackend?.(selection.kind === "regular" ? "regular" : "pd");
   const untrack = ctx.isolate.clientRequests.track(req.clientRequestId, {
@@ -123,9 +129,9 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
   }
 }
 
-function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): Exclude<Selection, { kind: "none" | "unavailable" }> {
+function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): SelectOptions {
   const { model } = req.job;
-  const selection = selectEngines(ctx.config, model, req.family.transports, {
+  return {
     models: ctx.routing.models,
     load: ctx.isolate.loadReadings.loadFunction({ settings: ctx.config.loads, models: ctx.routing.models, local: ctx.isolate.loads, waitUntil: ctx.waitUntil }),
     routable: engineRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker),
@@ -133,7 +139,12 @@ function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude:
     ...(req.routingKey !== undefined ? { routingKey: req.routingKey } : {}),
     prefixKey: () => (req.prefixText ? prefixKeyOf(req.prefixText()) : undefined),
     onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
-  });
+  };
+}
+
+function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): Exclude<Selection, { kind: "none" | "unavailable" }> {
+  const { model } = req.job;
+  const selection = selectEngines(ctx.config, model, req.family.transports, selectOptions(ctx, req, exclude));
   if (selection.kind === "none") throw noEngineError(ctx, model);
   if (selection.kind === "unavailable") {
     throw new GatewayError("no_healthy_engine", 503, `No ${selection.role} engine of model '${model}' can take traffic now`);

@@ -50,6 +50,16 @@ export function selectEngines(config: LoadedConfig, model: string, transports: R
   return engine ? { kind: "regular", model, engine } : { kind: "unavailable", model, role: "regular" };
 }
 
+/** A decode engine of the model's pool that `opts.exclude` does not name (decode failover);
+ *  undefined when none is left. Unlike a first pick, never falls back to an excluded one. */
+export function selectAnotherDecode(config: LoadedConfig, model: string, transports: ReadonlySet<string>, opts: SelectOptions): EngineConfig | undefined {
+  const models = opts.models ?? config.models;
+  const pools: LoadedModel | undefined = Object.hasOwn(models, model) ? models[model] : undefined;
+  if (!pools) return undefined;
+  const pool = pools.decode.filter((e) => transports.has(e.transport) && !opts.exclude?.has(e.name));
+  return pick(model, "decode", pool, pools, opts);
+}
+
 function pick(model: string, role: "prefill" | "decode" | "regular", pool: EngineConfig[], pools: LoadedModel, opts: SelectOptions): EngineConfig | undefined {
   const routable = opts.routable ? pool.filter(opts.routable) : pool;
   const fresh = opts.exclude ? routable.filter((e) => !opts.exclude!.has(e.name)) : routable;
