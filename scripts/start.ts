@@ -14,6 +14,7 @@ import { startCluster } from "../sim/cluster.js";
 import { startControlServer } from "../sim/control.js";
 import type { ClusterSpec, RunningCluster } from "../sim/types.js";
 import { DEFAULT_SIM_BASE_PORT, START_PORTS, clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, sortedClusterPorts } from "./local-ports.js";
+import { readWranglerVar } from "./wrangler-config.js";
 import { describeProcesses, groupMembers, processName, stopProcessGroup, watchLaunchers } from "./processes.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -107,9 +108,7 @@ function isListening(port: number): Promise<boolean> {
 /** wrangler.toml's GATEWAY_CONFIG with the default cluster's engine URLs moved to where the
  *  sim listens now. Only needed when the sim is not on its default ports. */
 async function movedGatewayConfig(from: ClusterSpec, to: ClusterSpec): Promise<string> {
-  const { experimental_readRawConfig } = await import("wrangler");
-  const { rawConfig } = experimental_readRawConfig({ config: join(ROOT, "wrangler.toml") });
-  const text = rawConfig.vars?.GATEWAY_CONFIG;
+  const text = await readWranglerVar(join(ROOT, "wrangler.toml"), "GATEWAY_CONFIG");
   if (typeof text !== "string") throw new Error("wrangler.toml has no GATEWAY_CONFIG var to point at the moved sim engines");
   const moved = new Map<number, number>();
   const before = clusterPorts(from);
