@@ -71,6 +71,7 @@ export function processName(p: ProcessInfo): string {
   if (/wrangler(\/bin\/wrangler\.js|-dist\/cli\.js)/.test(c)) return "wrangler";
   if (/\bnpm(-cli\.js)?\b/.test(c)) return "npm";
   if (/\.bin\/tsx\b|tsx\/dist\/cli/.test(c)) return "tsx";
+  if (/^\S*node\s.*\s-e\s/.test(c)) return "node -e";
   const script = /\s(\S+\.[cm]?[tj]s)\b/.exec(c);
   if (script) return `node ${script[1]}`;
   return c.split(" ")[0]!.split("/").pop() ?? c;
