@@ -265,6 +265,7 @@ async function main() {
     },
   );
   wrangler.once("exit", (code, signal) => void stop(`wrangler dev exited (${signal ?? `code ${code}`})`, 1));
+  console.log(`start: wrangler dev is process group ${wrangler.pid} (wrangler, workerd, esbuild)`);
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
@@ -289,7 +290,7 @@ vllm-edge-gateway is up at ${gateway} in front of the simulated cluster.
   admin token: ${token}   (${source})
   local Durable Object state: ${stateDir}
 ${examples(gateway, `${cluster.engine("prefill-0").url}/sim/stats`, token)}
-Ctrl-C, or SIGTERM to this process (pid ${process.pid}) or to npm, stops everything.
+Ctrl-C, or SIGINT/SIGTERM to npm or to this process (pid ${process.pid}), stops everything.
 `);
 }
 
