@@ -14,6 +14,7 @@ import { startCluster } from "../sim/cluster.js";
 import { startControlServer } from "../sim/control.js";
 import type { ClusterSpec, RunningCluster } from "../sim/types.js";
 import { DEFAULT_SIM_BASE_PORT, START_PORTS, clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, sortedClusterPorts } from "./local-ports.js";
+import { probeHealth } from "./gateway-health.js";
 import { readWranglerVar } from "./wrangler-config.js";
 import { describeProcesses, groupMembers, processName, stopProcessGroup, watchLaunchers } from "./processes.js";
 
@@ -115,27 +116,6 @@ async function movedGatewayConfig(from: ClusterSpec, to: ClusterSpec): Promise<s
   const after = clusterPorts(to);
   before.forEach((p, i) => moved.set(p, after[i]!));
   return moveConfigEngineUrls(text, moved);
-}
-
-type HealthAnswer = { up: true } | { up: false; configErrors: string[] } | undefined;
-
-async function probeHealth(url: string): Promise<HealthAnswer> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    const body = await res.text();
-    if (res.ok) return { up: true };
-    if (res.status === 503) {
-      try {
-        const json = JSON.parse(body) as { status?: string; errors?: unknown[] };
-        if (json.status === "config_invalid") return { up: false, configErrors: (json.errors ?? []).map((e) => (typeof e === "string" ? e : JSON.stringify(e))) };
-      } catch {
-        // not the config report: keep waiting
-      }
-    }
-  } catch {
-    // not listening yet
-  }
-  return undefined;
 }
 
 function examples(gateway: string, prefillStats: string, token: string): string {
