@@ -1,81 +1,276 @@
 // `npm start`: the simulated vLLM cluster (sim/default-cluster.json) plus `wrangler dev`
-// pointed at it. Waits until both answer, prints copy-paste examples, and shuts everything
-// down on Ctrl-C. No account and no network needed.
+// pointed at it. Waits until both answer, prints copy-paste examples and the local admin
+// token, and stops everything it started (wrangler, its workerd and esbuild processes, the
+// sim engines) on SIGINT, SIGTERM or SIGHUP, or when the npm process that launched it exits.
+// No account and no network needed. `npm start -- --help` lists the port settings.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startCluster } from "../sim/cluster.js";
-import type { ClusterSpec } from "../sim/types.js";
+import { startControlServer } from "../sim/control.js";
+import type { ClusterSpec, RunningCluster } from "../sim/types.js";
+import { DEFAULT_SIM_BASE_PORT, START_PORTS, clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, sortedClusterPorts } from "./local-ports.js";
+import { probeHealth } from "./gateway-health.js";
+import { readWranglerVar } from "./wrangler-config.js";
+import { describeProcesses, groupMembers, processName, stopProcessGroup, watchLaunchers } from "./processes.js";
 
-const PORT = Number(process.env.GATEWAY_PORT ?? 8787);
-const GATEWAY = `http://127.0.0.1:${PORT}`;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const HOST = "127.0.0.1";
+const READY_TIMEOUT_MS = 90_000;
 
-async function waitFor(url: string, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(url);
-      if (res.ok) return;
-      last = `HTTP ${res.status}`;
-    } catch (err) {
-      last = String(err);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${what} did not answer at ${url} within ${timeoutMs} ms (${last})`);
+const HELP = `usage: npm start [-- OPTIONS]
+
+  --port N              ${START_PORTS.gateway.what}; env GATEWAY_PORT (default 8787)
+  --inspector-port N    ${START_PORTS.inspector.what}; env INSPECTOR_PORT (default 9229)
+  --sim-base-port N     ${START_PORTS.simBase.what};
+                        env SIM_BASE_PORT (default ${DEFAULT_SIM_BASE_PORT})
+  --sim-control-port N  ${START_PORTS.simControl.what}; env SIM_CONTROL_PORT
+  --persist-to DIR      local Durable Object state; env GATEWAY_STATE_DIR
+                        (default .wrangler/state-<gateway port>, one per gateway)
+
+The admin API token is ADMIN_TOKEN from the environment, else from .dev.vars, else a random
+one for this run; it is printed once the gateway is up.`;
+
+interface StartOptions {
+  gatewayPort: number;
+  inspectorPort: number;
+  simBasePort: number;
+  simControlPort: number | undefined;
+  persistTo: string;
 }
 
-async function main() {
-  const spec = JSON.parse(await readFile(new URL("../sim/default-cluster.json", import.meta.url), "utf8")) as ClusterSpec;
-  console.log("start: simulated vLLM cluster ...");
-  const cluster = await startCluster(spec);
-  for (const e of cluster.engines) {
-    console.log(`  engine ${e.spec.name.padEnd(16)} ${e.spec.role.padEnd(8)} ${e.spec.kvConnector.padEnd(17)} ${e.url}${e.grpcUrl ? `  (gRPC ${e.grpcUrl})` : ""}`);
+function parseOptions(argv: string[]): StartOptions {
+  const known = new Set([...Object.values(START_PORTS).map((s) => s.flag), "--persist-to"]);
+  let persistTo = process.env.GATEWAY_STATE_DIR || undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--help" || a === "-h") {
+      console.log(HELP);
+      process.exit(0);
+    }
+    const flag = a.split("=")[0]!;
+    if (!known.has(flag)) throw new Error(`unknown option ${a}\n\n${HELP}`);
+    if (flag === "--persist-to") {
+      persistTo = a.includes("=") ? a.slice(a.indexOf("=") + 1) : argv[i + 1];
+      if (!persistTo) throw new Error("--persist-to: expected a directory");
+    }
+    if (!a.includes("=")) i++;
   }
-  console.log(`start: wrangler dev on ${GATEWAY} ...`);
-  const wrangler: ChildProcess = spawn(
-    process.execPath,
-    ["node_modules/wrangler/bin/wrangler.js", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--show-interactive-dev-session=false"],
-    { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-  );
-  let stopping = false;
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    console.log("\nstart: shutting down ...");
-    wrangler.kill("SIGTERM");
-    await cluster.close();
-    process.exit(code);
+  const gatewayPort = portSetting(START_PORTS.gateway, argv)!;
+  return {
+    gatewayPort,
+    inspectorPort: portSetting(START_PORTS.inspector, argv)!,
+    simBasePort: portSetting(START_PORTS.simBase, argv)!,
+    simControlPort: portSetting(START_PORTS.simControl, argv),
+    persistTo: persistTo ?? join(ROOT, ".wrangler", `state-${gatewayPort}`),
   };
-  process.on("SIGINT", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
-  wrangler.on("exit", (code) => void stop(code ?? 1));
+}
 
-  await waitFor(`${GATEWAY}/health`, "the gateway");
+/** ADMIN_TOKEN for this run and where it came from. Never written to a file. */
+function adminToken(): { token: string; source: string } {
+  if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: "ADMIN_TOKEN from the environment" };
+  const devVars = join(ROOT, ".dev.vars");
+  if (existsSync(devVars)) {
+    const line = /^\s*ADMIN_TOKEN\s*=\s*(.*)$/m.exec(readFileSync(devVars, "utf8"));
+    const value = line?.[1]?.trim().replace(/^(["'])(.*)\1$/, "$2");
+    if (value) return { token: value, source: "ADMIN_TOKEN from .dev.vars" };
+  }
+  return { token: `local-${randomBytes(12).toString("hex")}`, source: "random for this run; set ADMIN_TOKEN or put it in .dev.vars to choose one" };
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, HOST, () => s.close(() => resolve(true)));
+  });
+}
+
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: HOST });
+    socket.setTimeout(1_000);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** wrangler.toml's GATEWAY_CONFIG with the default cluster's engine URLs moved to where the
+ *  sim listens now. Only needed when the sim is not on its default ports. */
+async function movedGatewayConfig(from: ClusterSpec, to: ClusterSpec): Promise<string> {
+  const text = await readWranglerVar(join(ROOT, "wrangler.toml"), "GATEWAY_CONFIG");
+  if (typeof text !== "string") throw new Error("wrangler.toml has no GATEWAY_CONFIG var to point at the moved sim engines");
+  const moved = new Map<number, number>();
+  const before = clusterPorts(from);
+  const after = clusterPorts(to);
+  before.forEach((p, i) => moved.set(p, after[i]!));
+  return moveConfigEngineUrls(text, moved);
+}
+
+function examples(gateway: string, prefillStats: string, token: string): string {
   // A Connect streaming request body is one enveloped message: flags byte + 4-byte length.
   const demo = '{"request_id":"demo-1","text":"hello edge","stream":true}';
   const envelope = ["00", ...[24, 16, 8, 0].map((b) => ((demo.length >> b) & 0xff).toString(16).padStart(2, "0"))].map((h) => `\\x${h}`).join("");
-  console.log(`
-vllm-edge-gateway is up at ${GATEWAY} in front of the simulated cluster.
-
+  return `
   # PD generate over Connect (JSON), streamed; n=1 runs the prefill leg:
-  curl -sN ${GATEWAY}/vllm.grpc.engine.VllmEngine/Generate \\
+  curl -sN ${gateway}/vllm.grpc.engine.VllmEngine/Generate \\
     -H 'content-type: application/connect+json' -H 'x-model: sim-model' -D - \\
     --data-binary @<(printf '${envelope}${demo}')
 
   # A fan-out (n=4) request skips the prefill leg (see x-pd-prefill), with buf curl over gRPC-web:
   npx buf curl --protocol grpcweb --schema proto -H 'x-model: sim-model' \\
     -d '{"text":"hello edge","stream":true,"sampling_params":{"n":4,"max_tokens":8}}' \\
-    ${GATEWAY}/vllm.grpc.engine.VllmEngine/Generate -v
+    ${gateway}/vllm.grpc.engine.VllmEngine/Generate -v
 
   # OpenAI-compatible HTTP (model sim-model-http):
-  curl -s ${GATEWAY}/v1/chat/completions -H 'content-type: application/json' \\
+  curl -s ${gateway}/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"sim-model-http","messages":[{"role":"user","content":"hello edge"}],"n":3}'
 
   # What each engine did:
-  curl -s ${cluster.engine("prefill-0").url}/sim/stats
+  curl -s ${prefillStats}
 
-Ctrl-C stops everything.
+  # The admin API (engines with their health and breaker state):
+  curl -s ${gateway}/admin/engines -H 'authorization: Bearer ${token}'
+`;
+}
+
+async function main() {
+  const options = parseOptions(process.argv.slice(2));
+  const gateway = `http://${HOST}:${options.gatewayPort}`;
+  for (const [port, what, setting] of [
+    [options.gatewayPort, "the gateway", START_PORTS.gateway],
+    [options.inspectorPort, "the inspector", START_PORTS.inspector],
+  ] as const) {
+    if (!(await portIsFree(port))) {
+      throw new Error(`port ${port} for ${what} is already in use (another npm start?); choose another with ${setting.flag} or ${setting.env}`);
+    }
+  }
+
+  const defaultSpec = JSON.parse(await readFile(join(ROOT, "sim/default-cluster.json"), "utf8")) as ClusterSpec;
+  const spec = moveClusterPorts(defaultSpec, options.simBasePort);
+  const { token, source } = adminToken();
+  const vars: string[] = ["--var", `ADMIN_TOKEN:${token}`];
+  if (options.simBasePort !== DEFAULT_SIM_BASE_PORT) vars.push("--var", `GATEWAY_CONFIG:${await movedGatewayConfig(defaultSpec, spec)}`);
+
+  // Everything below is undone by stop(), whatever has been started when it runs.
+  let cluster: RunningCluster | undefined;
+  let control: { url: string; close(): Promise<void> } | undefined;
+  let wrangler: ChildProcess | undefined = undefined;
+  let stopping = false;
+  const stop = async (reason: string, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\nstart: ${reason}; stopping ...`);
+    const stopped: string[] = [];
+    if (wrangler?.pid !== undefined) {
+      const members = await stopProcessGroup(wrangler.pid, 2_500);
+      const left = groupMembers(wrangler.pid);
+      stopped.push(`wrangler dev: ${members.length > 0 ? describeProcesses(members) : "already exited"}`);
+      if (left.length > 0) console.error(`start: still running after SIGKILL: ${describeProcesses(left)}`);
+    }
+    if (cluster) {
+      await cluster.close();
+      stopped.push(`sim engines on ports ${sortedClusterPorts(spec).join(", ")}`);
+    }
+    if (control) {
+      await control.close();
+      stopped.push(`sim control server ${control.url}`);
+    }
+    console.log(stopped.length > 0 ? `start: stopped ${stopped.join("; ")}` : "start: nothing was running yet");
+    const ports = [options.gatewayPort, options.inspectorPort, ...sortedClusterPorts(spec), ...(options.simControlPort ? [options.simControlPort] : [])];
+    const busy: number[] = [];
+    for (const port of ports) if (await isListening(port)) busy.push(port);
+    if (busy.length > 0) {
+      console.error(`start: still listening: ${busy.join(", ")}`);
+      code = code || 1;
+    } else console.log(`start: nothing left listening on ${ports.join(", ")}`);
+    process.exit(code);
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void stop(signal, 0));
+  // npm does not always pass a signal on (and a killed npm cannot): when the npm, sh or tsx
+  // process that launched this script is gone, stop rather than serve as an orphan.
+  watchLaunchers((launcher) => void stop(`${processName(launcher)} (pid ${launcher.pid}) exited`, 0));
+
+  try {
+    console.log("start: simulated vLLM cluster ...");
+    cluster = await startCluster(spec);
+    for (const e of cluster.engines) {
+      console.log(`  engine ${e.spec.name.padEnd(16)} ${e.spec.role.padEnd(8)} ${e.spec.kvConnector.padEnd(17)} ${e.url}${e.grpcUrl ? `  (gRPC ${e.grpcUrl})` : ""}`);
+    }
+    if (options.simControlPort !== undefined) {
+      control = await startControlServer(options.simControlPort);
+      console.log(`  control ${control.url}`);
+    }
+  } catch (err) {
+    console.error(`start: ${(err as Error).message} (choose other sim ports with --sim-base-port or SIM_BASE_PORT)`);
+    return stop("the sim did not start", 1);
+  }
+
+  const stateDir = relative(ROOT, options.persistTo).startsWith("..") ? options.persistTo : relative(ROOT, options.persistTo);
+  console.log(`start: wrangler dev on ${gateway} (inspector ${options.inspectorPort}, state in ${stateDir}) ...`);
+  wrangler = spawn(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "dev",
+      "--ip", HOST, "--port", String(options.gatewayPort), "--inspector-port", String(options.inspectorPort),
+      "--persist-to", options.persistTo,
+      "--show-interactive-dev-session=false",
+      // The cron (wrangler.toml [triggers]) only restarts the registry's health-check alarm
+      // after a deploy; locally the first routed request starts the alarm. --test-scheduled
+      // replaces wrangler's "Scheduled Workers are not automatically triggered" warning with
+      // a /__scheduled route that runs the cron by hand.
+      "--test-scheduled",
+      ...vars,
+    ],
+    {
+      cwd: ROOT,
+      // Its own process group: stop() ends wrangler, its second node process, both workerd
+      // processes and esbuild with one kill(-pgid), and a terminal's Ctrl-C reaches only this
+      // script, which then stops the group in order.
+      detached: true,
+      stdio: ["ignore", "inherit", "inherit"],
+      // No telemetry, and no offline stack trace from fetching the Request.cf placeholder.
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+    },
+  );
+  wrangler.once("exit", (code, signal) => void stop(`wrangler dev exited (${signal ?? `code ${code}`})`, 1));
+  console.log(`start: wrangler dev is process group ${wrangler.pid} (wrangler, workerd, esbuild)`);
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (stopping) return;
+    const health = await probeHealth(`${gateway}/health`);
+    if (health?.up) break;
+    if (health && !health.up) {
+      console.error(`\nstart: the gateway answers /health with 503: GATEWAY_CONFIG is invalid:`);
+      for (const e of health.configErrors) console.error(`  - ${e}`);
+      console.error("start: fix the config (npm run check-config lists the same errors) and run npm start again.");
+      return stop("the gateway config is invalid", 1);
+    }
+    if (Date.now() > deadline) return stop(`the gateway did not answer ${gateway}/health within ${READY_TIMEOUT_MS / 1000} s`, 1);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+
+  const simPorts = clusterPorts(spec);
+  console.log(`
+vllm-edge-gateway is up at ${gateway} in front of the simulated cluster.
+
+  gateway ${gateway}   inspector ${options.inspectorPort}   sim engines ${Math.min(...simPorts)}-${Math.max(...simPorts)}${control ? `   sim control ${control.url}` : ""}
+  admin token: ${token}   (${source})
+  local Durable Object state: ${stateDir}
+${examples(gateway, `${cluster.engine("prefill-0").url}/sim/stats`, token)}
+Ctrl-C, or SIGINT/SIGTERM to npm or to this process (pid ${process.pid}), stops everything.
 `);
 }
 
