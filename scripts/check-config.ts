@@ -22,12 +22,6 @@ async function configText(file: string): Promise<{ text: string | undefined; sou
   return { text: await readFile(file, "utf8"), source: shown };
 }
 
-/** loadConfig reports every problem in one message, "GATEWAY_CONFIG: <path>: <problem>; ...". */
-function splitErrors(message: string): string[] {
-  const body = message.replace(/^GATEWAY_CONFIG:\s*/, "");
-  return body.split(/; (?=\S+: )/).map((s) => s.trim()).filter(Boolean);
-}
-
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   if (args.includes("--help") || args.includes("-h")) {
@@ -54,7 +48,7 @@ async function main(): Promise<number> {
     return 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    const errors = splitErrors(err.message);
+    const errors = err.problems;
     console.error(`check-config: ${input.source}: invalid, ${errors.length} error${errors.length === 1 ? "" : "s"}:`);
     for (const e of errors) console.error(`  - ${e}`);
     return 1;

@@ -14,6 +14,8 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "./wrangler-dev.js";
 import { describeProcesses, descendantsOf, isRunning, processName, type ProcessInfo } from "./processes.js";
 
+/** The admin token the smoke run starts the gateway with, and the README examples read from $ADMIN_TOKEN. */
+const SMOKE_ADMIN_TOKEN = "smoke-admin-token";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const HOST = "127.0.0.1";
 const SMOKE_DEADLINE_MS = 110_000;
@@ -179,7 +181,7 @@ function run(file: string, args: string[], timeoutMs = COMMAND_TIMEOUT_MS): Prom
     execFile(
       file,
       args,
-      { cwd: ROOT, encoding: "utf8", timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}` } },
+      { cwd: ROOT, encoding: "utf8", timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, ADMIN_TOKEN: SMOKE_ADMIN_TOKEN, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}` } },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : null) : 0;
         resolve({ code, stdout, stderr: stderr + (err && code === null ? `\n${err.message}` : "") });
@@ -251,7 +253,7 @@ async function main(): Promise<number> {
   let output = "";
   const npmStart: ChildProcess = spawn("npm", ["start"], {
     cwd: ROOT,
-    env: { ...process.env, GATEWAY_PORT: String(gatewayPort), INSPECTOR_PORT: String(inspectorPort), SIM_BASE_PORT: String(simBase), GATEWAY_STATE_DIR: join(ROOT, ".wrangler", `state-smoke-${process.pid}`) },
+    env: { ...process.env, ADMIN_TOKEN: SMOKE_ADMIN_TOKEN, GATEWAY_PORT: String(gatewayPort), INSPECTOR_PORT: String(inspectorPort), SIM_BASE_PORT: String(simBase), GATEWAY_STATE_DIR: join(ROOT, ".wrangler", `state-smoke-${process.pid}`) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   npmStart.stdout!.on("data", (d) => (output += String(d)));

@@ -13,6 +13,12 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ANSI = /\x1b\[[0-9;]*m/g;
 /** One per trace: workerd's "uncaught exception; source = Uncaught ..." line, Node's "Uncaught Error". */
 const TRACE = /\bUncaught\b/;
+/** workerd logs every outbound connection it could not make or keep (refused, reset before
+ *  an answer) as an uncaught "Network connection lost", even when the Worker awaited and
+ *  caught that fetch's rejection (workerd issue 4253; test/integration/workerd-refused-log.test.ts
+ *  reproduces it with a bare try/catch around fetch). Tests that point an engine at a closed
+ *  port or drop its connection print it by design; it is counted and shown, not failed on. */
+const WORKERD_CONNECTION_LOG = /uncaught exception; source = Uncaught \(in promise\); stack = Error: Network connection lost\.$/;
 const TEST_FILE = /\b(test\/[\w./-]+\.test\.ts)\b/;
 
 interface Trace {
@@ -48,11 +54,13 @@ function run(args: string[], onLine: (line: string) => void): Promise<number> {
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const traces: Trace[] = [];
+  let connectionLogs = 0;
   let lastFile: string | undefined;
   const vitestCode = await run([join(ROOT, "node_modules/vitest/vitest.mjs"), "run", ...args], (line) => {
     const file = TEST_FILE.exec(line)?.[1];
     if (file) lastFile = file;
-    if (TRACE.test(line)) traces.push({ line: line.trim(), nearFile: lastFile });
+    if (WORKERD_CONNECTION_LOG.test(line.trim())) connectionLogs++;
+    else if (TRACE.test(line)) traces.push({ line: line.trim(), nearFile: lastFile });
   });
   let code = vitestCode;
   if (traces.length > 0) {
@@ -65,6 +73,7 @@ async function main(): Promise<number> {
     for (const [file, n] of byFile) console.error(`    ${String(n).padStart(4)}  ${file}`);
     code ||= 1;
   } else console.log("test: no uncaught-exception traces in the output");
+  if (connectionLogs > 0) console.log(`test: ${connectionLogs} workerd log(s) of an engine connection that failed and was handled (workerd issue 4253; not a failure)`);
 
   if (args.length > 0) {
     console.log("test: arguments given, so npm run smoke is skipped");

@@ -28,6 +28,24 @@ async function sideChannel(
 const ENGINE_ROUTES: Record<string, Handler> = {
   "GET /health": (e, _req, res) => sendEmpty(res, e.faults.unhealthy ? 503 : 200),
   "GET /v1/models": (e, _req, res) => handleModels(e, res),
+  // vLLM's OpenAI server exports Prometheus gauges here (vLLM docs, "Production Metrics":
+  // vllm:num_requests_running / vllm:num_requests_waiting, labelled by model_name).
+  "GET /metrics": (e, _req, res) => {
+    const l = e.loads();
+    const label = `{model_name="${e.cfg.model}"}`;
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+    res.end(
+      [
+        "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+        "# TYPE vllm:num_requests_running gauge",
+        `vllm:num_requests_running${label} ${l.running}.0`,
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+        "# TYPE vllm:num_requests_waiting gauge",
+        `vllm:num_requests_waiting${label} ${l.waiting}.0`,
+        "",
+      ].join("\n"),
+    );
+  },
   "POST /v1/completions": (e, req, res) => handleGeneration(e, "/v1/completions", req, res),
   "POST /v1/chat/completions": (e, req, res) => handleGeneration(e, "/v1/chat/completions", req, res),
   "GET /sim/stats": (e, _req, res) => sendJson(res, 200, e.snapshot()),

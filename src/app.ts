@@ -55,7 +55,17 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
 export function createApp(isolate: IsolateState = createIsolateState()) {
   const app = new Hono<AppEnv>();
 
-  app.get("/health", (c) => c.json({ status: "ok" }));
+  // Healthy only with a config it can serve: a broken GATEWAY_CONFIG shows here at once
+  // (and `npm start` stops on it) instead of on the first real request.
+  app.get("/health", (c) => {
+    try {
+      loadConfig(c.env.GATEWAY_CONFIG);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return c.json({ status: "config_invalid", errors: err.problems }, 503, { "x-gateway-error-code": "config_invalid" });
+    }
+    return c.json({ status: "ok" });
+  });
   mountDevMetrics(app, isolate); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
 
   app.use("*", async (c, next) => {

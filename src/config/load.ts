@@ -1,10 +1,17 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field.
-import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPolicies } from "./schema.js";
+import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies } from "./schema.js";
 import type { z } from "zod";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
+  constructor(
+    message: string,
+    /** Each problem on its own, naming its field (for /health and check-config). */
+    readonly problems: readonly string[] = [message],
+  ) {
+    super(message);
+  }
 }
 
 export interface LoadedConfig extends GatewayConfig {
@@ -12,6 +19,8 @@ export interface LoadedConfig extends GatewayConfig {
 }
 export interface LoadedModel {
   policy: ModelPolicies;
+  /** The decider's thresholds. */
+  pd: ModelPd;
   prefill: EngineConfig[];
   decode: EngineConfig[];
   encode: EngineConfig[];
@@ -36,7 +45,7 @@ export function parseConfig(text: string | undefined): LoadedConfig {
     throw new ConfigError(`GATEWAY_CONFIG is not valid JSON: ${(err as Error).message}`);
   }
   const parsed = gatewayConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(`GATEWAY_CONFIG: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw new ConfigError(`GATEWAY_CONFIG: ${describeIssues(parsed.error)}`, issueList(parsed.error));
   const models: Record<string, LoadedModel> = {};
   for (const [model, pools] of Object.entries(parsed.data.models)) {
     const name = (role: string) => (e: (typeof pools.prefill)[number], i: number): EngineConfig => ({
@@ -45,6 +54,7 @@ export function parseConfig(text: string | undefined): LoadedConfig {
     });
     models[model] = {
       policy: pools.policy,
+      pd: pools.pd,
       prefill: pools.prefill.map(name("prefill")),
       decode: pools.decode.map(name("decode")),
       encode: pools.encode.map(name("encode")),
@@ -55,7 +65,9 @@ export function parseConfig(text: string | undefined): LoadedConfig {
 }
 
 export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
-    .join("; ");
+  return issueList(error).join("; ");
+}
+
+function issueList(error: z.ZodError): string[] {
+  return error.issues.map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`);
 }

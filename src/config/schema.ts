@@ -25,6 +25,21 @@ export type EngineConfigInput = z.input<typeof engineSchema>;
 export const policySchema = z.enum(["round_robin", "random", "power_of_two", "prefix_hash", "consistent_hash"]);
 export type PolicyName = z.infer<typeof policySchema>;
 
+const modelPdSchema = z
+  .object({
+    /** Prompts with fewer tokens than this skip the prefill leg: decode computes them faster
+     *  than the leg's serial round trip and KV pull. 0 = off. */
+    decode_only_max_prompt_tokens: z.number().int().min(0).default(0),
+    /** Skip the prefill leg while the selected prefill engine reports at least this many
+     *  waiting requests (GetLoads; vllm:num_requests_waiting over HTTP). Unset = off. */
+    prefill_queue_limit: z.number().int().min(1).optional(),
+    /** ... and only while the decode engine reports fewer waiting than this (default: the
+     *  prefill limit). */
+    decode_queue_limit: z.number().int().min(1).optional(),
+  })
+  .strict()
+  .default({ decode_only_max_prompt_tokens: 0 });
+
 export const modelSchema = z
   .object({
     /** Selection policy per pool. */
@@ -41,6 +56,8 @@ export const modelSchema = z
     encode: z.array(engineSchema).default([]),
     /** Engines that serve whole requests (aggregated, non-PD). */
     regular: z.array(engineSchema).default([]),
+    /** When the prefill leg pays for this model (docs/pd.md, "The decider"). */
+    pd: modelPdSchema,
   })
   .strict();
 
@@ -161,5 +178,6 @@ export const gatewayConfigSchema = z
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ModelPools = GatewayConfig["models"][string];
 export type ModelPolicies = ModelPools["policy"];
+export type ModelPd = ModelPools["pd"];
 export type EngineConfig = z.infer<typeof engineSchema> & { name: string };
 export type EngineRole = "prefill" | "decode" | "encode" | "regular";

@@ -13,7 +13,7 @@ export type KvInjection = "minted" | "legacy" | "relayed" | "none";
 export type ConnectorModeName = "nixl" | "passthrough" | "mooncake";
 
 /** Why a PD request's prefill leg was skipped. */
-export type SkipReason = "fanout";
+export type SkipReason = "fanout" | "short_prompt" | "prefill_busy";
 
 export type BreakerState = "closed" | "open" | "half_open";
 

@@ -8,7 +8,7 @@ import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { drainPrefill, openLeg, type LegContext, type LegStream } from "./leg.js";
 import { decodeFailoverAllowed } from "./failover.js";
-import { planDecodeKv, planPd, type PdOverride } from "./plan.js";
+import { planDecodeKv, planPd, type PdOverride, type PlanInputs } from "./plan.js";
 
 /** A client request, normalised by its surface: what the executor and the plan need. */
 export interface GenerationJob<P> {
@@ -20,6 +20,9 @@ export interface GenerationJob<P> {
   fanout: number;
   hasMmInputs: boolean;
   override?: PdOverride;
+  /** Prompt length for the decider: exact token ids where the gateway has them, else
+   *  estimated. A function: it is only worked out when a threshold is set. */
+  promptTokens?(): number;
 }
 
 export interface JobEngine {
@@ -35,6 +38,8 @@ export interface AttemptEngines {
   hasEncodeAssignments: boolean;
   /** Another decode engine of the pool that `tried` does not name, for decode failover. */
   anotherDecode?(tried: ReadonlySet<string>): Promise<JobEngine | undefined>;
+  /** The model's decider thresholds and the selected engines' reported queues. */
+  decider?: PlanInputs["decider"];
 }
 
 export interface PdTimeouts {
@@ -93,6 +98,10 @@ async function runPd<P, F>(
     traits: t.traits,
     mintTransferId: ctx.mintTransferId,
     ...(job.override !== undefined ? { override: job.override } : {}),
+    decider: {
+      ...engines.decider,
+      ...((engines.decider?.decodeOnlyMaxPromptTokens ?? 0) > 0 && job.promptTokens ? { promptTokens: job.promptTokens() } : {}),
+    },
   });
   ctx.onDecision?.(plan.skipReason);
   if (ctx.clientSignal.aborted) throw clientCancelledError();

@@ -13,7 +13,7 @@ import {
   type ConnectorMode,
   type EngineKvMeta,
 } from "./connector.js";
-import { relayKvParams, shouldSkipPrefill } from "./skip.js";
+import { prefillSkipReason, relayKvParams, type SkipPrefillInputs } from "./skip.js";
 
 /** Bench/test-only overrides, honoured only when config.debug.allow_pd_overrides is on. */
 export type PdOverride = "force-prefill" | "force-relay";
@@ -29,6 +29,8 @@ export interface PlanInputs {
   traits: TransportTraits;
   override?: PdOverride;
   mintTransferId(): string;
+  /** What the decider weighs besides fan-out: prompt length and queues (skip.ts). */
+  decider?: Pick<SkipPrefillInputs, "promptTokens" | "decodeOnlyMaxPromptTokens" | "prefillWaiting" | "decodeWaiting" | "prefillQueueLimit" | "decodeQueueLimit">;
 }
 
 export interface PdPlan {
@@ -50,16 +52,19 @@ export function planPd(i: PlanInputs): PdPlan {
   const relay = relayKvParams(i.fanout) || i.override === "force-relay";
   const transferId = isMooncakeModern(mode, relay) ? i.mintTransferId() : undefined;
   const hasMm = i.hasMmInputs && i.traits.pixelsOnPrefillOnly;
-  const skip =
-    i.override === undefined &&
-    shouldSkipPrefill({
-      relayKvParams: relay,
-      hasEncodeAssignments: i.hasEncodeAssignments,
-      hasMmInputs: hasMm,
-      decodeNeedsPrefillBootstrap: i.traits.typedBootstrap && mode.kind === "mooncake",
-    });
+  const skipReason =
+    i.override === undefined
+      ? prefillSkipReason({
+          ...i.decider,
+          relayKvParams: relay,
+          hasEncodeAssignments: i.hasEncodeAssignments,
+          hasMmInputs: hasMm,
+          decodeNeedsPrefillBootstrap: i.traits.typedBootstrap && mode.kind === "mooncake",
+        })
+      : undefined;
+  const skip = skipReason !== undefined;
   const plan: PdPlan = { mode, relay, skip, pixelsOnPrefillOnly: hasMm };
-  if (skip) plan.skipReason = "fanout";
+  if (skipReason !== undefined) plan.skipReason = skipReason;
   if (transferId !== undefined) plan.transferId = transferId;
   if (i.decode.dpRank !== undefined) plan.decodeDpRank = i.decode.dpRank;
   if (!skip) {

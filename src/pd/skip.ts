@@ -1,5 +1,6 @@
-// The one decision on whether a PD request's prefill leg runs. Both executors (gRPC in
-// plan.ts, for every transport) calls this and nothing else decides it.
+// The one decision on whether a PD request's prefill leg runs (ARCHITECTURE decisions 1 and
+// 13). The plan (plan.ts) calls this for every transport, and nothing else decides it. A
+// prefill leg runs only when it pays, and always when the decode leg depends on it.
 import type { SkipReason } from "../core/types.js";
 
 export interface SkipPrefillInputs {
@@ -16,17 +17,37 @@ export interface SkipPrefillInputs {
   /** Mooncake (any mode) points decode at the prefill engine's bootstrap address, which only
    *  holds KV if prefill ran. Always false over HTTP (no typed bootstrap form there). */
   decodeNeedsPrefillBootstrap: boolean;
+  /** The prompt's token count (exact where the gateway has token ids, else estimated). */
+  promptTokens?: number;
+  /** Prompts below this many tokens cost decode less to compute than the leg's round trip
+   *  and KV pull; 0 = off (model config pd.decode_only_max_prompt_tokens). */
+  decodeOnlyMaxPromptTokens?: number;
+  /** Requests waiting at the selected prefill and decode engines, as they last reported. */
+  prefillWaiting?: number;
+  decodeWaiting?: number;
+  /** Skip while prefill has at least this many waiting (and decode fewer than its own
+   *  limit): queueing there costs more than decode computing the prompt. Unset = off. */
+  prefillQueueLimit?: number;
+  decodeQueueLimit?: number;
 }
 
-/** True iff nothing downstream needs the prefill leg: the fan-out (n > 1) case with no
- *  encode assignments, no multimodal inputs and no bootstrap addressing (ARCHITECTURE decision 1). */
+/** Why the prefill leg can be skipped, or undefined when it runs. A guard (something decode
+ *  needs from prefill) always wins; then fan-out, a short prompt, a busy prefill pool. */
+export function prefillSkipReason(i: SkipPrefillInputs): SkipReason | undefined {
+  if (i.hasEncodeAssignments || i.hasMmInputs || i.decodeNeedsPrefillBootstrap) return undefined;
+  if (!i.relayKvParams) return "fanout";
+  const threshold = i.decodeOnlyMaxPromptTokens ?? 0;
+  if (threshold > 0 && i.promptTokens !== undefined && i.promptTokens < threshold) return "short_prompt";
+  if (i.prefillQueueLimit !== undefined && i.prefillWaiting !== undefined && i.prefillWaiting >= i.prefillQueueLimit) {
+    const decodeLimit = i.decodeQueueLimit ?? i.prefillQueueLimit;
+    if ((i.decodeWaiting ?? 0) < decodeLimit) return "prefill_busy";
+  }
+  return undefined;
+}
+
+/** True iff nothing downstream needs the prefill leg and it does not pay (decision 1, 13). */
 export function shouldSkipPrefill(inputs: SkipPrefillInputs): boolean {
-  return (
-    !inputs.relayKvParams &&
-    !inputs.hasEncodeAssignments &&
-    !inputs.hasMmInputs &&
-    !inputs.decodeNeedsPrefillBootstrap
-  );
+  return prefillSkipReason(inputs) !== undefined;
 }
 
 /** n as the engines see it: unset or 0 means 1. */

@@ -1,16 +1,21 @@
-// Engine-reported load for power_of_two (config `loads.enabled`): GetLoads is polled in the
-// background per isolate and cached for `loads.ttl_ms`; the hot path only reads the cache.
-// An engine without a reading (openai-http engines, or before the first poll) falls back to
-// this isolate's in-flight count.
+// Engine-reported load, for power_of_two (config `loads.enabled`) and the PD decider's queue
+// limits: GetLoads (VllmEngine engines) or the Prometheus gauges at /metrics (vLLM OpenAI
+// servers) are polled in the background per isolate and cached for `loads.ttl_ms`; the hot
+// path only reads the cache. An engine without a reading (before the first poll, or a failed
+// one) falls back to this isolate's in-flight count for load, and to "unknown" for waiting.
 import type { LoadedModel } from "../config/load.js";
 import type { EngineConfig } from "../config/schema.js";
 import type { EngineLoads } from "../core/in-flight.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
+import { engineFetch } from "../backends/fetch.js";
+import { engineRouteUrl } from "../backends/openai-http.js";
 
 interface Reading {
   at: number;
   /** Requests the engine reports running plus waiting (all DP ranks). */
   queued?: number;
+  /** Requests the engine reports waiting (not yet scheduled). */
+  waiting?: number;
   polling: boolean;
 }
 
@@ -39,31 +44,67 @@ export class EngineLoadReadings {
     return (name) => {
       const engine = byName.get(name);
       if (!engine || engine.transport === "openai-http") return local(name);
-      const r = this.readings.get(name) ?? { at: 0, polling: false };
-      if (!r.polling && now() - r.at >= s.settings.ttl_ms) {
-        r.polling = true;
-        this.readings.set(name, r);
-        s.waitUntil(poll(engine, r, now));
-      }
+      const r = this.reading(engine, s, now);
       // The engine's own count plus what this isolate sent since the last poll.
       return r.queued !== undefined ? r.queued + local(name) : local(name);
     };
   }
 
-  /** The engine's last reported queue (running + waiting), if any. */
-  queued(engine: string): number | undefined {
-    return this.readings.get(engine)?.queued;
+  /** Requests waiting at the engine as it last reported them (undefined = no reading yet);
+   *  starts a background poll when the reading is older than the TTL. */
+  waiting(engine: EngineConfig, s: Pick<LoadSources, "settings" | "waitUntil" | "now">): number | undefined {
+    return this.reading(engine, s, s.now ?? Date.now).waiting;
+  }
+
+  private reading(engine: EngineConfig, s: Pick<LoadSources, "settings" | "waitUntil">, now: () => number): Reading {
+    const r = this.readings.get(engine.name) ?? { at: 0, polling: false };
+    if (!r.polling && now() - r.at >= s.settings.ttl_ms) {
+      r.polling = true;
+      this.readings.set(engine.name, r);
+      s.waitUntil(poll(engine, r, now));
+    }
+    return r;
   }
 }
 
 async function poll(engine: EngineConfig, r: Reading, now: () => number): Promise<void> {
   try {
-    const res = await vllmEngineClient(engine).getLoads({}, { timeoutMs: POLL_TIMEOUT_MS });
-    r.queued = res.loads.reduce((n, l) => n + l.numRunningReqs + l.numWaitingReqs, 0);
+    const counts = engine.transport === "openai-http" ? await metricsGauges(engine) : await getLoads(engine);
+    r.queued = counts.running + counts.waiting;
+    r.waiting = counts.waiting;
   } catch {
-    r.queued = undefined; // unknown: use local counts until the next poll
+    r.queued = r.waiting = undefined; // unknown: use local counts until the next poll
   } finally {
     r.at = now();
     r.polling = false;
   }
+}
+
+async function getLoads(engine: EngineConfig): Promise<{ running: number; waiting: number }> {
+  const res = await vllmEngineClient(engine).getLoads({}, { timeoutMs: POLL_TIMEOUT_MS });
+  return res.loads.reduce((n, l) => ({ running: n.running + l.numRunningReqs, waiting: n.waiting + l.numWaitingReqs }), { running: 0, waiting: 0 });
+}
+
+/** vLLM's OpenAI server exports vllm:num_requests_running / _waiting gauges at /metrics. */
+async function metricsGauges(engine: EngineConfig): Promise<{ running: number; waiting: number }> {
+  const res = await engineFetch(engineRouteUrl(engine.url, "/metrics"), { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+  if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
+  const text = await res.text();
+  return { running: gaugeSum(text, "vllm:num_requests_running"), waiting: gaugeSum(text, "vllm:num_requests_waiting") };
+}
+
+/** Sum of a gauge's samples (one per label set) in Prometheus text format. Pure. */
+export function gaugeSum(text: string, name: string): number {
+  let sum = 0;
+  let seen = false;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name) || (line[name.length] !== "{" && line[name.length] !== " ")) continue;
+    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (Number.isFinite(value)) {
+      sum += value;
+      seen = true;
+    }
+  }
+  if (!seen) throw new Error(`${name} not found`);
+  return sum;
 }

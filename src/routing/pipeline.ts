@@ -12,6 +12,7 @@ import { uuidv7 } from "../core/ids.js";
 import type { EngineTarget, Leg, SkipReason } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { runAttempt, type AttemptResult, type GenerationJob } from "../pd/executor.js";
+import type { PlanInputs } from "../pd/plan.js";
 import type { LegStream, OutcomeReporter } from "../pd/leg.js";
 import { engineRoutable } from "./admission.js";
 import type { IsolateState } from "./isolate.js";
@@ -94,6 +95,7 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
           // vLLM has no encode stage of its own: a model with an encode pool is EPD-configured,
           // and its prefill engine may be where embeddings land, so prefill is kept.
           hasEncodeAssignments: selection.hasEncodeEngines,
+          decider: deciderInputs(ctx, job.model, selection.prefill, selection.decode),
           // Decode failover: another decode engine of the pool, none tried yet for this attempt.
           anotherDecode: async (tried: ReadonlySet<string>) => {
             const engine = selectAnotherDecode(ctx.config, job.model, family.transports, selectOptions(ctx, req, tried));
@@ -150,6 +152,24 @@ function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude:
     throw new GatewayError("no_healthy_engine", 503, `No ${selection.role} engine of model '${model}' can take traffic now`);
   }
   return selection;
+}
+
+/** The model's decider thresholds and, when a queue limit is set, the selected engines'
+ *  last reported waiting counts (read from this isolate's cache; polled in the background). */
+function deciderInputs(ctx: PipelineContext, model: string, prefill: EngineConfig, decode: EngineConfig): PlanInputs["decider"] {
+  const pd = Object.hasOwn(ctx.routing.models, model) ? ctx.routing.models[model]!.pd : undefined;
+  if (!pd) return {};
+  const out: NonNullable<PlanInputs["decider"]> = { decodeOnlyMaxPromptTokens: pd.decode_only_max_prompt_tokens };
+  if (pd.prefill_queue_limit !== undefined) {
+    const sources = { settings: ctx.config.loads, waitUntil: ctx.waitUntil };
+    out.prefillQueueLimit = pd.prefill_queue_limit;
+    out.decodeQueueLimit = pd.decode_queue_limit ?? pd.prefill_queue_limit;
+    const prefillWaiting = ctx.isolate.loadReadings.waiting(prefill, sources);
+    const decodeWaiting = ctx.isolate.loadReadings.waiting(decode, sources);
+    if (prefillWaiting !== undefined) out.prefillWaiting = prefillWaiting;
+    if (decodeWaiting !== undefined) out.decodeWaiting = decodeWaiting;
+  }
+  return out;
 }
 
 /** The same answer on every surface: an unknown model is a 404 naming it; a known one with

@@ -34,7 +34,7 @@ export const OUTCOME_FLUSH_DELAY_MS = 250;
 /** Outcomes kept per isolate between flushes; the oldest go first beyond this. */
 const MAX_BUFFERED_OUTCOMES = 1_000;
 
-const DEFAULT_POLICY = modelSchema.parse({}).policy;
+const MODEL_DEFAULTS = modelSchema.parse({});
 
 interface IsolateState {
   data: RegistrySnapshot | undefined;
@@ -137,10 +137,10 @@ export function mergeModels(models: Record<string, LoadedModel>, engines: readon
   if (active.length === 0) return models;
   const out: Record<string, LoadedModel> = {};
   for (const [name, m] of Object.entries(models)) {
-    out[name] = { policy: m.policy, prefill: [...m.prefill], decode: [...m.decode], encode: [...m.encode], regular: [...m.regular] };
+    out[name] = { policy: m.policy, pd: m.pd, prefill: [...m.prefill], decode: [...m.decode], encode: [...m.encode], regular: [...m.regular] };
   }
   for (const e of active) {
-    const m = (out[e.model] ??= { policy: { ...DEFAULT_POLICY }, prefill: [], decode: [], encode: [], regular: [] });
+    const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS.policy }, pd: { ...MODEL_DEFAULTS.pd }, prefill: [], decode: [], encode: [], regular: [] });
     if (m[e.role].some((c) => c.name === e.id)) continue;
     m[e.role].push(toEngineConfig(e));
   }

@@ -105,3 +105,16 @@ describe("rate limiting", () => {
     expect(third.error?.code).toBe(Code.ResourceExhausted);
   });
 });
+
+describe("config validated when serving starts", () => {
+  it("/health answers 503 with every config error, naming its field", async () => {
+    const gw = testGateway({ models: { m: { prefill: [{ url: "not a url" }] } }, retry: { max_retries: 0 } });
+    const res = await gw.fetch("http://gateway.test/health");
+    expect(res.status).toBe(503);
+    expect(res.headers.get("x-gateway-error-code")).toBe("config_invalid");
+    const body = (await res.json()) as { status: string; errors: string[] };
+    expect(body.status).toBe("config_invalid");
+    expect(body.errors.length).toBeGreaterThanOrEqual(2);
+    expect(body.errors.some((e) => e.startsWith("retry.max_retries:"))).toBe(true);
+  });
+});

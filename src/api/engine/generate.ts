@@ -7,6 +7,7 @@ import { GatewayError, httpStatusForCode } from "../../core/errors.js";
 import { uuidv7 } from "../../core/ids.js";
 import { optional } from "../../core/optional.js";
 import { normaliseN, prefillDecisionHeader } from "../../pd/skip.js";
+import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import { runPipeline } from "../../routing/pipeline.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { vllmEngineFamily } from "../../routing/families.js";
@@ -37,6 +38,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
         payload: request,
         fanout: normaliseN(request.samplingParams?.n),
         hasMmInputs: request.mmInputs !== undefined,
+        promptTokens: () => (request.input.case === "tokenized" ? request.input.value.inputIds.length : estimatePromptTokens(request.input.value ?? "")),
         ...optional("override", pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides)),
       },
       family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),

@@ -10,6 +10,7 @@ import { optional } from "../../core/optional.js";
 import { relayResponseHeaders } from "../../backends/openai-http.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
+import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import type { LegStream } from "../../pd/leg.js";
 import { tpotMs } from "../../metrics/tpot.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
@@ -90,6 +91,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
         fanout: fanoutWidth(route, p.body),
         // Both HTTP legs get the full body: multimodal content never depends on prefill.
         hasMmInputs: false,
+        promptTokens: () => (isTokenIds(p.body.prompt) ? p.body.prompt.length : estimatePromptTokens(promptText(p, Infinity) ?? "")),
         ...optional("override", override),
       },
       family: openAiHttpFamily,
@@ -124,6 +126,10 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     record(e.status, e.code);
     return parsed?.stream && e instanceof UpstreamStatusError ? sseErrorResponse(e, headers) : errorResponse(e, headers);
   }
+}
+
+function isTokenIds(prompt: unknown): prompt is number[] {
+  return Array.isArray(prompt) && prompt.length > 0 && prompt.every((x) => typeof x === "number");
 }
 
 /** A non-streamed answer, whole (bounded). */

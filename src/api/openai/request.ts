@@ -78,6 +78,12 @@ export function parseOpenAiRequest(route: OpenAiRoute, text: string, maxN: numbe
     throw invalid(`${param || "(body)"}: ${first.message}${more}`, param || null);
   }
   const body = json as Record<string, unknown>;
+  // max_n bounds the sequences decoded, not just n: a batch of prompts multiplies it.
+  const width = fanoutWidth(route, body);
+  if (width > maxN) {
+    const prompts = Array.isArray(body.prompt) ? body.prompt.length : 1;
+    throw invalid(`n: ${prompts} prompts x n=${width / prompts} asks for ${width} sequences, above the limit of ${maxN}`, "n");
+  }
   const stream = body.stream === true;
   // vLLM refuses this too, but only after the prefill leg would have run for nothing.
   if (!stream && body.stream_options !== undefined && body.stream_options !== null) {
@@ -99,11 +105,12 @@ function promptCount(prompt: unknown): number {
   return prompt.every((p) => typeof p === "number") ? 1 : prompt.length;
 }
 
-/** The prompt as text, for prefix-affinity policies (the message texts, or the prompt). */
-export function promptText(p: OpenAiRequest): string | undefined {
+/** The prompt as text (the message texts, or the prompt), at most `maxChars` of a batch:
+ *  for prefix-affinity policies and the decider's length estimate. */
+export function promptText(p: OpenAiRequest, maxChars = 1024): string | undefined {
   const b = p.body;
   if (typeof b.prompt === "string") return b.prompt;
-  if (Array.isArray(b.prompt)) return JSON.stringify(b.prompt).slice(0, 1024);
+  if (Array.isArray(b.prompt)) return JSON.stringify(b.prompt).slice(0, maxChars);
   if (Array.isArray(b.messages)) {
     return b.messages
       .map((m) => (typeof m === "object" && m !== null && typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content : ""))

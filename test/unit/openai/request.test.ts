@@ -99,3 +99,28 @@ describe("readBodyText: the size limit counts content-length and the bytes actua
     await expect(readBodyText(req(new Uint8Array([0x7b, 0xff, 0x7d])), 10)).rejects.toMatchObject({ code: "invalid_json", status: 400 });
   });
 });
+
+describe("fan-out width against max_n (prompts x n)", () => {
+  it("a batch of prompts times n above max_n is a 400 naming n, before any engine work", () => {
+    const text = JSON.stringify({ model: "m", prompt: Array.from({ length: 2_000 }, (_, i) => `p${i}`), n: 16 });
+    expect(() => parseOpenAiRequest("/v1/completions", text, 16)).toThrow(/n: 2000 prompts x n=16 asks for 32000 sequences, above the limit of 16/);
+    const ok = JSON.stringify({ model: "m", prompt: ["a", "b"], n: 8 });
+    expect(parseOpenAiRequest("/v1/completions", ok, 16).model).toBe("m");
+  });
+});
+
+describe("a refused body leaves no locked stream behind (the next request must be served)", () => {
+  it("413 on a chunked body over the limit, and the stream is released", async () => {
+    const chunk = new Uint8Array(1024).fill(32);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < 100) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const req = new Request("http://gateway.test/v1/completions", { method: "POST", body, duplex: "half" } as RequestInit);
+    await expect(readBodyText(req, 4 * 1024)).rejects.toMatchObject({ code: "body_too_large", status: 413 });
+    expect(req.body!.locked).toBe(false);
+  });
+});

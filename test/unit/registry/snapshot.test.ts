@@ -33,6 +33,7 @@ describe("mergeModels", () => {
     expect(merged.m!.prefill).toEqual(config.models.m!.prefill);
     expect(merged.new).toEqual({
       policy: { prefill: "round_robin", decode: "round_robin", regular: "round_robin" },
+      pd: { decode_only_max_prompt_tokens: 0 },
       prefill: [], decode: [], encode: [],
       regular: [{ name: "r3", url: "http://r:1", transport: "openai-http", kv_connector: "NixlConnector", labels: { a: "b" } }],
     });
