@@ -6,6 +6,7 @@ import type { Env } from "./env.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
+import { hasFetchBinding, setEngineBindings } from "./backends/fetch.js";
 import type { EventSink } from "./metrics/events.js";
 import { mountDevMetrics } from "./api/admin/dev-metrics.js";
 import { createIsolateState, type IsolateState } from "./routing/isolate.js";
@@ -52,18 +53,36 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
   };
 }
 
+/** Config engines that name a binding this Worker does not have (wrangler.toml vpc_services). */
+function missingBindings(config: LoadedConfig, env: object): string[] {
+  setEngineBindings(env);
+  const out: string[] = [];
+  for (const [model, pools] of Object.entries(config.models)) {
+    for (const role of ["prefill", "decode", "encode", "regular"] as const) {
+      pools[role].forEach((e, i) => {
+        if (e.binding !== undefined && !hasFetchBinding(e.binding)) {
+          out.push(`models.${model}.${role}.${i}.binding: the Worker has no binding ${e.binding} (declare it in wrangler.toml vpc_services)`);
+        }
+      });
+    }
+  }
+  return out;
+}
+
 export function createApp(isolate: IsolateState = createIsolateState()) {
   const app = new Hono<AppEnv>();
 
   // Healthy only with a config it can serve: a broken GATEWAY_CONFIG shows here at once
   // (and `npm start` stops on it) instead of on the first real request.
   app.get("/health", (c) => {
+    let errors: readonly string[];
     try {
-      loadConfig(c.env.GATEWAY_CONFIG);
+      errors = missingBindings(loadConfig(c.env.GATEWAY_CONFIG), c.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      return c.json({ status: "config_invalid", errors: err.problems }, 503, { "x-gateway-error-code": "config_invalid" });
+      errors = err.problems;
     }
+    if (errors.length > 0) return c.json({ status: "config_invalid", errors }, 503, { "x-gateway-error-code": "config_invalid" });
     return c.json({ status: "ok" });
   });
   mountDevMetrics(app, isolate); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
@@ -79,6 +98,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
         "x-gateway-error-code": "config_invalid",
       });
     }
+    setEngineBindings(c.env);
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
     const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil };

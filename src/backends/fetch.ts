@@ -10,18 +10,29 @@
 // retried and never after the caller's signal fired; a refused connection fails in
 // microseconds, so a down engine still fails fast. The retries are not engine outcomes; only
 // the final answer is. docs/operations.md#engine-keep-alive has the engine-side fix.
+//
+// An engine entry may name a binding (a Workers VPC service in front of a private cluster):
+// every request to that engine, over every transport, then goes through env[binding].fetch
+// with the engine's own URL, so its Host header still selects the engine behind the tunnel.
 export const STALE_CONNECTION_RETRIES = 3;
 
-export const engineFetch: typeof fetch = async (input, init) => {
-  const options: RequestInit = { ...init, redirect: "manual" };
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fetch(input, options);
-    } catch (err) {
-      if (attempt >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
+type Fetch = typeof fetch;
+
+/** engineFetch over another fetch (a binding's). */
+export function engineFetchVia(base: Fetch): Fetch {
+  return async (input, init) => {
+    const options: RequestInit = { ...init, redirect: "manual" };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await base(input, options);
+      } catch (err) {
+        if (attempt >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
+      }
     }
-  }
-};
+  };
+}
+
+export const engineFetch: Fetch = engineFetchVia((input, init) => fetch(input, init));
 
 /** workerd's error for a connection that closed (or refused) before any response. */
 const CONNECTION_LOST = /network connection lost/i;
@@ -30,4 +41,31 @@ function canResend(input: RequestInfo | URL, init: RequestInit, err: unknown): b
   // A Request's body and a stream body were consumed by the first attempt.
   if (input instanceof Request || init.body instanceof ReadableStream) return false;
   return !init.signal?.aborted && err instanceof Error && CONNECTION_LOST.test(err.message);
+}
+
+/** The Worker's bindings, as the request (or the registry object) received them. The env
+ *  object is the same for every request of an isolate, so one table serves them all. */
+let bindings: Record<string, unknown> = {};
+
+export function setEngineBindings(env: object): void {
+  bindings = env as Record<string, unknown>;
+}
+
+/** Whether the Worker has a binding of this name that can fetch. */
+export function hasFetchBinding(name: string): boolean {
+  const b = bindings[name] as { fetch?: unknown } | undefined;
+  return typeof b?.fetch === "function";
+}
+
+/** The fetch for one engine: its binding's when it names one, else the Worker's own. */
+export function engineFetchFor(engine: { name?: string; binding?: string }): Fetch {
+  const name = engine.binding;
+  if (name === undefined) return engineFetch;
+  return engineFetchVia((input, init) => {
+    const b = bindings[name] as { fetch?: Fetch } | undefined;
+    if (typeof b?.fetch !== "function") {
+      return Promise.reject(new TypeError(`engine${engine.name ? ` '${engine.name}'` : ""} names the binding ${name}, which this Worker does not have (wrangler.toml vpc_services)`));
+    }
+    return b.fetch(input, init);
+  });
 }

@@ -5,7 +5,7 @@ import { readBounded, concatBytes } from "../core/body.js";
 import { errorText } from "../core/errors.js";
 import { LegFailure, type EngineCall, type Harvester, type LegTransport } from "../core/leg-transport.js";
 import { buildEngineBody, harvestKvParams, sanitisePrefillBody, type OpenAiRoute } from "./openai-bodies.js";
-import { engineFetch } from "./fetch.js";
+import { engineFetchFor } from "./fetch.js";
 import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErrorMessage } from "./openai-http.js";
 
 /** An OpenAI request as the HTTP transport forwards it. */
@@ -32,7 +32,7 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
   start(engine, p, spec): EngineCall<Uint8Array> {
     const controller = new AbortController();
     const body = spec.leg === "prefill" ? JSON.stringify(sanitisePrefillBody(p.route, p.body, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson);
-    const head = engineFetch(engineRouteUrl(engine.url, p.route), {
+    const head = engineFetchFor(engine)(engineRouteUrl(engine.url, p.route), {
       method: "POST",
       headers: engineRequestHeaders(p.clientHeaders, spec.requestId, spec.leg !== "prefill" && p.stream),
       body,

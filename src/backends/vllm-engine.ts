@@ -3,17 +3,17 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { VllmEngine } from "../gen/vllm_engine_pb.js";
-import { engineFetch } from "./fetch.js";
+import { engineFetchFor } from "./fetch.js";
 
 export type VllmEngineClient = Client<typeof VllmEngine>;
 
 const clients = new Map<string, VllmEngineClient>();
 
-export function vllmEngineClient(engine: { url: string; transport: string }): VllmEngineClient {
-  const key = `${engine.transport} ${engine.url}`;
+export function vllmEngineClient(engine: { url: string; transport: string; binding?: string; name?: string }): VllmEngineClient {
+  const key = `${engine.transport} ${engine.url} ${engine.binding ?? ""}`;
   let client = clients.get(key);
   if (!client) {
-    const options = { baseUrl: engine.url, useBinaryFormat: true, fetch: engineFetch };
+    const options = { baseUrl: engine.url, useBinaryFormat: true, fetch: engineFetchFor(engine) };
     const transport =
       engine.transport === "grpc-web" ? createGrpcWebTransport(options) : createConnectTransport(options);
     client = createClient(VllmEngine, transport);

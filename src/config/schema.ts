@@ -10,6 +10,10 @@ export const engineSchema = z
     name: z.string().min(1).optional(),
     url: z.url({ protocol: /^https?$/ }),
     transport: transportSchema.default("connect"),
+    /** A Worker binding (a Workers VPC service, wrangler.toml vpc_services) that every request
+     *  to this engine goes through, for engines on a private network; `url` is then the
+     *  engine's address inside that network. */
+    binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "must be a binding name (letters, digits, _)" }).optional(),
     /** Overrides the discovered connector ("NixlConnector", "MooncakeConnector", "" = none). */
     kv_connector: z.string().optional(),
     kv_engine_id: z.string().optional(),

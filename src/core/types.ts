@@ -24,4 +24,6 @@ export interface EngineTarget {
   /** Base URL (logs only; never in a client-visible message). */
   url: string;
   transport: string;
+  /** The Worker binding (a Workers VPC service) its requests go through, if any. */
+  binding?: string;
 }

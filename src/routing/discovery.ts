@@ -4,7 +4,7 @@
 // serve the model it is registered for (400 engine_model_mismatch): a typo'd URL or model
 // should fail at the admin API, not on the first client request.
 import type { MessageShape } from "@bufbuild/protobuf";
-import { engineFetch } from "../backends/fetch.js";
+import { engineFetchFor } from "../backends/fetch.js";
 import { engineRouteUrl } from "../backends/openai-http.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import type { EngineTransport } from "../config/schema.js";
@@ -19,6 +19,8 @@ export interface DiscoveryTarget {
   url: string;
   transport: EngineTransport;
   model: string;
+  /** The Worker binding its requests go through (Workers VPC), if any. */
+  binding?: string;
 }
 
 export async function discoverEngine(t: DiscoveryTarget, timeoutSecs: number): Promise<DiscoveredMeta> {
@@ -47,7 +49,7 @@ async function discoverHttp(t: DiscoveryTarget, timeoutSecs: number): Promise<Di
   const url = engineRouteUrl(t.url, "/v1/models");
   let body: unknown;
   try {
-    const res = await engineFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutSecs * 1000) });
+    const res = await engineFetchFor(t)(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutSecs * 1000) });
     if (!res.ok) {
       await res.body?.cancel();
       throw unreachable(t.url, `GET /v1/models answered ${res.status}`);

@@ -7,7 +7,7 @@ import type { LoadedModel } from "../config/load.js";
 import type { EngineConfig } from "../config/schema.js";
 import type { EngineLoads } from "../core/in-flight.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
-import { engineFetch } from "../backends/fetch.js";
+import { engineFetchFor } from "../backends/fetch.js";
 import { engineRouteUrl } from "../backends/openai-http.js";
 
 interface Reading {
@@ -87,7 +87,7 @@ async function getLoads(engine: EngineConfig): Promise<{ running: number; waitin
 
 /** vLLM's OpenAI server exports vllm:num_requests_running / _waiting gauges at /metrics. */
 async function metricsGauges(engine: EngineConfig): Promise<{ running: number; waiting: number }> {
-  const res = await engineFetch(engineRouteUrl(engine.url, "/metrics"), { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+  const res = await engineFetchFor(engine)(engineRouteUrl(engine.url, "/metrics"), { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   const text = await res.text();
   return { running: gaugeSum(text, "vllm:num_requests_running"), waiting: gaugeSum(text, "vllm:num_requests_waiting") };

@@ -19,7 +19,7 @@ export function configProbeTargets(models: LoadedConfig["models"]): ProbeTarget[
   const seen = new Map<string, ProbeTarget>();
   for (const pools of Object.values(models)) {
     for (const role of ENGINE_ROLES) {
-      for (const e of pools[role]) if (!seen.has(e.name)) seen.set(e.name, { name: e.name, url: e.url, transport: e.transport });
+      for (const e of pools[role]) if (!seen.has(e.name)) seen.set(e.name, { name: e.name, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
     }
   }
   return [...seen.values()];
@@ -47,7 +47,7 @@ export function repointedTargets(prev: readonly ProbeTarget[], next: readonly Pr
   const before = new Map(prev.map((t) => [t.name, t]));
   return next.filter((t) => {
     const old = before.get(t.name);
-    return old !== undefined && (old.url !== t.url || old.transport !== t.transport);
+    return old !== undefined && (old.url !== t.url || old.transport !== t.transport || old.binding !== t.binding);
   }).map((t) => t.name);
 }
 

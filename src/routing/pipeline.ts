@@ -85,7 +85,7 @@ export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineReque
 async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, exclude: ReadonlySet<string>): Promise<AttemptResult<F>> {
   const { job, family } = req;
   const selection = select(ctx, req, exclude);
-  const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport });
+  const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
   const engines =
     selection.kind === "regular"
       ? { decode: { target: target(selection.engine), meta: { bootstrapHost: "" } }, hasEncodeAssignments: false }

@@ -3,7 +3,7 @@
 // healthy iff it answers 2xx. A probe never throws: failures come back with a reason, which
 // ends up in the engine's lastError for operators.
 import { ConnectError, Code } from "@connectrpc/connect";
-import { engineFetch } from "../backends/fetch.js";
+import { engineFetchFor } from "../backends/fetch.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { healthProbeUrl } from "./engine-url.js";
 import type { ProbeResult } from "./health-run.js";
@@ -16,7 +16,7 @@ export async function probeEngine(target: ProbeTarget, health: Pick<HealthConfig
   if (target.transport === "openai-http") {
     const url = healthProbeUrl(target.url, health.endpoint);
     try {
-      const res = await engineFetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+      const res = await engineFetchFor(target)(url, { signal: AbortSignal.timeout(timeoutMs) });
       await res.body?.cancel();
       return res.ok ? result(true) : result(false, `GET ${health.endpoint} answered ${res.status}`);
     } catch (err) {

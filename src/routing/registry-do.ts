@@ -11,6 +11,7 @@ import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from ".
 import type { EngineHealth } from "./health-state.js";
 import { applyProbeResults, probeTargets, registryPlan, repointedTargets, runIsDue } from "./health-run.js";
 import { probeEngine } from "./probe.js";
+import { setEngineBindings } from "../backends/fetch.js";
 import { RegistryStore } from "./registry-store.js";
 import type {
   BreakerTransitionReport,
@@ -54,6 +55,9 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
 
   constructor(ctx: DurableObjectState, env: RegistryEnv) {
     super(ctx, env);
+    // Health probes and discovery from here reach binding-routed engines through the
+    // object's own bindings (declared like the Worker's, in wrangler.toml).
+    setEngineBindings(env);
     this.store = new RegistryStore(ctx.storage.sql);
     this.engines = new Map(this.store.loadEngines().map((e) => [e.id, e]));
     this.health = this.store.loadHealth();

@@ -51,6 +51,8 @@ export interface ProbeTarget {
   name: string;
   url: string;
   transport: EngineTransport;
+  /** The Worker binding its requests go through (Workers VPC), if any. */
+  binding?: string;
 }
 
 /** The part of the config the object keeps for its alarm (which has no caller to ask). */
