@@ -166,6 +166,19 @@ FROM (
 ORDER BY skipped DESC`,
   },
   {
+    name: "prefill-skips-by-reason",
+    title: "PD requests by model, prefill outcome and skip reason (fanout, short_prompt, prefill_busy); the ran row's mean prefill_ms prices the skipped rows",
+    sql: (ctx) => `SELECT
+  index1 AS model,
+  ${pdPrefill} AS prefill,
+  ${blob("pd_decision", "skipReason")} AS reason,
+  SUM(${SI}) AS requests,
+  SUM(IF(${pdPrefill} = 'ran', ${SI} * ${pdPrefillMs}, 0)) / SUM(${SI}) AS avg_prefill_ms
+${from(ctx, "pd_decision")}
+GROUP BY model, prefill, reason
+ORDER BY model, requests DESC`,
+  },
+  {
     name: "kv-transfer-failures",
     title: "NIXL handoffs expected but not returned by the prefill engine (decode recomputed), by model and prefill engine",
     sql: (ctx) => `SELECT

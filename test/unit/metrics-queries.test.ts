@@ -27,7 +27,7 @@ describe("parseSince", () => {
 describe("the catalogue", () => {
   it("has the queries the docs promise", () => {
     expect(QUERIES.map((q) => q.name)).toEqual([
-      "requests", "request-errors", "ttft", "tpot", "prefill-duration", "kv-transfer", "prefill-skips",
+      "requests", "request-errors", "ttft", "tpot", "prefill-duration", "kv-transfer", "prefill-skips", "prefill-skips-by-reason",
       "kv-transfer-failures", "engine-errors", "breaker-transitions", "engine-selection",
     ]);
   });
