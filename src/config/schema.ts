@@ -25,6 +25,20 @@ export type EngineConfigInput = z.input<typeof engineSchema>;
 export const policySchema = z.enum(["round_robin", "random", "power_of_two", "prefix_hash", "consistent_hash"]);
 export type PolicyName = z.infer<typeof policySchema>;
 
+export const tokenizerSourceSchema = z
+  .object({
+    /** A ZIP with tokenizer.json (and tokenizer_config.json, ...), as GetTokenizer would send. */
+    url: z.url({ protocol: /^https?$/ }),
+    /** Hex sha256 of the ZIP: checked on every load, and the cache key across isolates. */
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, { message: "must be 64 hex digits" })
+      .transform((s) => s.toLowerCase())
+      .optional(),
+  })
+  .strict();
+export type TokenizerSource = z.infer<typeof tokenizerSourceSchema>;
+
 export const modelSchema = z
   .object({
     /** Selection policy per pool. */
@@ -41,6 +55,9 @@ export const modelSchema = z
     encode: z.array(engineSchema).default([]),
     /** Engines that serve whole requests (aggregated, non-PD). */
     regular: z.array(engineSchema).default([]),
+    /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
+     *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
+    tokenizer: tokenizerSourceSchema.optional(),
   })
   .strict();
 
