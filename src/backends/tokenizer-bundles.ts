@@ -53,6 +53,9 @@ export interface TokenizerBundleDeps {
   store?: () => BundleStore;
   fetchZip?: (url: string, signal: AbortSignal) => Promise<Uint8Array>;
   now?: () => number;
+  /** Test seams; LOAD_TIMEOUT_MS and IDLE_TIMEOUT_MS otherwise. */
+  loadTimeoutMs?: number;
+  idleTimeoutMs?: number;
 }
 
 interface Parsed {
@@ -148,7 +151,7 @@ export class TokenizerBundles {
     if (!bundle) {
       try {
         const fetchZip = this.deps.fetchZip ?? fetchZipFromUrl;
-        const zip = await fetchZip(source.url, AbortSignal.timeout(LOAD_TIMEOUT_MS));
+        const zip = await fetchZip(source.url, AbortSignal.timeout(this.deps.loadTimeoutMs ?? LOAD_TIMEOUT_MS));
         bundle = await bundleFromZip(zip, source.sha256 !== undefined ? { expectedSha256: source.sha256 } : {});
         req.waitUntil(store.setZip(req.model, bundle.sha256, zip));
       } catch (err) {
@@ -160,9 +163,9 @@ export class TokenizerBundles {
 
   /** GetTokenizer, collected and verified, within LOAD_TIMEOUT_MS. */
   private async fetchFromEngine(engine: EngineConfig): Promise<{ zip: Uint8Array; sha256: string }> {
-    const signal = AbortSignal.timeout(LOAD_TIMEOUT_MS);
+    const signal = AbortSignal.timeout(this.deps.loadTimeoutMs ?? LOAD_TIMEOUT_MS);
     const chunks = this.deps.clientOf(engine).getTokenizer({}, { signal });
-    return verifiedZipFromChunks(chunks, { idleTimeoutMs: IDLE_TIMEOUT_MS, signal });
+    return verifiedZipFromChunks(chunks, { idleTimeoutMs: this.deps.idleTimeoutMs ?? IDLE_TIMEOUT_MS, signal });
   }
 
   /** GetModelInfo's context length; a failure leaves the check to the engine. */
