@@ -163,9 +163,18 @@ export class TokenizerBundles {
 
   /** GetTokenizer, collected and verified, within LOAD_TIMEOUT_MS. */
   private async fetchFromEngine(engine: EngineConfig): Promise<{ zip: Uint8Array; sha256: string }> {
-    const signal = AbortSignal.timeout(this.deps.loadTimeoutMs ?? LOAD_TIMEOUT_MS);
+    const limitMs = this.deps.loadTimeoutMs ?? LOAD_TIMEOUT_MS;
+    const signal = AbortSignal.timeout(limitMs);
     const chunks = this.deps.clientOf(engine).getTokenizer({}, { signal });
-    return verifiedZipFromChunks(chunks, { idleTimeoutMs: this.deps.idleTimeoutMs ?? IDLE_TIMEOUT_MS, signal });
+    try {
+      return await verifiedZipFromChunks(chunks, { idleTimeoutMs: this.deps.idleTimeoutMs ?? IDLE_TIMEOUT_MS, signal });
+    } catch (err) {
+      // Our own deadline, not a caller's abort: say so.
+      if (signal.aborted && err instanceof TokenizerBundleError && err.kind === "timeout") {
+        throw new TokenizerBundleError("timeout", `no complete bundle within ${limitMs} ms`, { cause: err });
+      }
+      throw err;
+    }
   }
 
   /** GetModelInfo's context length; a failure leaves the check to the engine. */
