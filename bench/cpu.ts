@@ -26,14 +26,14 @@ export interface CpuCase {
   cpuMsPerChunk?: number;
 }
 
-interface Serving {
+export interface Serving {
   target: Target;
   pid: () => number;
   proxy?: () => number | undefined;
 }
 
 /** One request; resolves to the token events it carried (streams) or 0. */
-type Work = (t: Target) => Promise<number>;
+export type Work = (t: Target) => Promise<number>;
 
 const SMALL = `non-streamed completion (${SMALL_MAX_TOKENS} tokens)`;
 const STREAM_256 = completionBody({ model: M.agg, maxTokens: 256, stream: true });
@@ -56,7 +56,7 @@ async function idleRate(pids: Record<string, number | undefined>): Promise<Recor
   return Object.fromEntries(Object.entries(cpuMs).map(([k, v]) => [k, v / wallMs]));
 }
 
-async function measure(ctx: BenchContext, name: string, s: Serving, work: Work, n: number): Promise<CpuCase> {
+export async function measure(ctx: BenchContext, name: string, s: Serving, work: Work, n: number): Promise<CpuCase> {
   await batch(Math.min(200, Math.ceil(n / 5)), ctx.counts.cpuConcurrency, 30_000, () => work(s.target)); // warm-up
   const pids = { worker: s.pid(), proxy: s.proxy?.() };
   const idle = await idleRate(pids);

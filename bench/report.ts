@@ -16,6 +16,7 @@ import { renderBench } from "./report-md.js";
 import type { ScalingCell } from "./scaling.js";
 import { round } from "./stats.js";
 import type { StreamFigures } from "./streaming.js";
+import type { TokenizerFigures } from "./tokenizer.js";
 
 export interface Versions {
   node: string;
@@ -52,6 +53,7 @@ export interface BenchResult {
     memory?: MemoryFigures[] | undefined;
   };
   profiles?: ProfileResult[] | undefined;
+  tokenizer?: TokenizerFigures | undefined;
   errors: { phase: string; message: string }[];
 }
 

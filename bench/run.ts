@@ -4,7 +4,7 @@
 // process it started (also on Ctrl-C and on errors), and writes bench/results/latest.json and
 // the benchmark section of docs/benchmarks.md. Only 127.0.0.1 is contacted; every load loop
 // is bounded in count and time. Speed is reported against targets, never asserted.
-//   --only overhead,cpu,streaming,fanout,scaling,memory,profiles,startup
+//   --only overhead,cpu,streaming,fanout,scaling,memory,profiles,startup,tokenizer
 //        run some phases only; the JSON goes to a temp file and the doc is left alone.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -23,9 +23,10 @@ import { versions, writeReport, type BenchResult } from "./report.js";
 import { measureScaling } from "./scaling.js";
 import { clusterSpec, gatewayConfig } from "./setup.js";
 import { measureStreaming } from "./streaming.js";
+import { measureTokenizer } from "./tokenizer.js";
 import { startGateway, startPassthrough, startPortkey, startSim } from "./targets.js";
 
-const PHASES = ["overhead", "cpu", "streaming", "fanout", "scaling", "memory", "profiles", "startup"] as const;
+const PHASES = ["overhead", "cpu", "streaming", "fanout", "scaling", "memory", "profiles", "startup", "tokenizer"] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { full: boolean; only?: Set<Phase> } {
@@ -129,6 +130,7 @@ async function main(): Promise<void> {
     if (wants("streaming")) result.streaming = await phase("streaming", () => measureStreaming(ctx));
     if (wants("fanout")) result.fanout = await phase("fanout", () => measureFanout(ctx));
     if (wants("scaling")) result.scaling = await phase("scaling", () => measureScaling(ctx));
+    if (wants("tokenizer")) result.tokenizer = await phase("tokenizer", () => measureTokenizer(ctx));
     if (wants("memory")) result.footprint.memory = await phase("memory", () => measureMemory(ctx));
     if (wants("startup")) {
       result.footprint.startup = await phase("startup", () => measureStartups(ctx, bundle.dir, config, { gateway: gateway.dev.readyMs, passthrough: passthrough.dev.readyMs }));

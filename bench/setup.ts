@@ -17,6 +17,9 @@ export const M = {
   aggLat: "bench-agg-lat",
   /** Aggregated engine with slow tokens: streams that stay open (memory). */
   long: "bench-long",
+  /** PD pair (zero latency) serving the real Qwen3 tokenizer over Connect only: the OpenAI
+   *  surface tokenizes for it (phase "tokenizer"). */
+  qwen3: "bench-qwen3",
 } as const;
 
 export const LONG_TOKEN_MS = 250;
@@ -35,6 +38,8 @@ export function clusterSpec(): ClusterSpec {
       nixl("plat", "prefill", M.pd),
       nixl("dlat", "decode", M.pd),
       { name: "agglat", role: "both", kvConnector: "none", model: M.aggLat },
+      nixl("q0p", "prefill", M.qwen3, { latency: zero }),
+      nixl("q0d", "decode", M.qwen3, { latency: zero }),
       { name: "long", role: "both", kvConnector: "none", model: M.long, latency: { perPromptTokenMs: 0, perOutputTokenMs: LONG_TOKEN_MS, perBlockPullMs: 0, pullSetupMs: 0 } },
     ],
   };
@@ -59,6 +64,10 @@ export function gatewayConfig(sim: SimProcess): unknown {
       [M.pd]: { prefill: both("plat", sim.url("plat"), nixl), decode: both("dlat", sim.url("dlat")) },
       [M.aggLat]: { regular: both("agglat", sim.url("agglat")) },
       [M.long]: { regular: both("long", sim.url("long")) },
+      [M.qwen3]: {
+        prefill: [{ name: "q0p-connect", url: sim.url("q0p"), transport: "connect" }],
+        decode: [{ name: "q0d-connect", url: sim.url("q0d"), transport: "connect" }],
+      },
     },
   };
   // The data plane is open here (no API key), as in `npm start`, when the schema has the switch.

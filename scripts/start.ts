@@ -137,6 +137,11 @@ function examples(gateway: string, prefillStats: string, token: string): string 
   curl -s ${gateway}/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"sim-model-http","messages":[{"role":"user","content":"hello edge"}],"n":3}'
 
+  # OpenAI over VllmEngine engines (model Qwen/Qwen3-0.6B): the gateway tokenizes with the
+  # engine's real Qwen3 tokenizer bundle; <sim-say>…</sim-say> scripts the sim's reply:
+  curl -sN ${gateway}/v1/chat/completions -H 'content-type: application/json' \\
+    -d '{"model":"Qwen/Qwen3-0.6B","messages":[{"role":"user","content":"<sim-say>Hello from the edge! 你好 😀</sim-say>"}],"max_tokens":12,"stream":true}'
+
   # What each engine did:
   curl -s ${prefillStats}
 

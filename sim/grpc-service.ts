@@ -56,7 +56,7 @@ function kvParamsIfValid(req: GenerateRequest): KvParams | undefined {
   }
 }
 
-function toGenInput(req: GenerateRequest, ctx: HandlerContext): GenInput {
+function toGenInput(req: GenerateRequest, ctx: HandlerContext, maxContext: number): GenInput {
   let promptIds: number[];
   if (req.input.case === "text") promptIds = tokenize(req.input.value);
   else if (req.input.case === "tokenized") {
@@ -64,13 +64,13 @@ function toGenInput(req: GenerateRequest, ctx: HandlerContext): GenInput {
     promptIds = t.inputIds.length > 0 ? [...t.inputIds] : tokenize(t.originalText);
   } else throw invalid("input: one of text or tokenized is required");
   if (promptIds.length === 0) throw invalid("input: the prompt cannot be empty");
-  if (promptIds.length > MAX_CONTEXT) throw invalid(`input: prompt of ${promptIds.length} tokens exceeds max_context_length ${MAX_CONTEXT}`);
+  if (promptIds.length > maxContext) throw invalid(`input: prompt of ${promptIds.length} tokens exceeds max_context_length ${maxContext}`);
   const sp = req.samplingParams;
   const maxTokens = sp?.maxTokens ?? DEFAULT_MAX_TOKENS;
   if (maxTokens < 1) throw invalid("sampling_params.max_tokens: must be at least 1");
   // vLLM refuses a request whose prompt plus output cannot fit the context window.
-  if (promptIds.length + maxTokens > MAX_CONTEXT) {
-    throw invalid(`sampling_params.max_tokens: prompt (${promptIds.length}) + max_tokens (${maxTokens}) exceeds max_context_length ${MAX_CONTEXT}`);
+  if (promptIds.length + maxTokens > maxContext) {
+    throw invalid(`sampling_params.max_tokens: prompt (${promptIds.length}) + max_tokens (${maxTokens}) exceeds max_context_length ${maxContext}`);
   }
   const n = sp?.n || 1;
   if (n > MAX_N) throw invalid(`sampling_params.n: must be at most ${MAX_N}`);
@@ -150,7 +150,8 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
         });
         let input: GenInput;
         try {
-          input = toGenInput(req, ctx);
+          // The context GetModelInfo reports (Qwen3 engines: the real model's).
+          input = toGenInput(req, ctx, servesRealTokenizer(cfg.model) ? QWEN3_MODEL_INFO.maxContextLength : MAX_CONTEXT);
         } catch (err) {
           // Refused before admission: free the prefill's handoff now (vLLM PR 41269).
           await engine.rejectBeforeAdmission(kvParamsIfValid(req), req.requestId);

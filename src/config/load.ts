@@ -1,6 +1,6 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field.
-import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies } from "./schema.js";
+import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource } from "./schema.js";
 import type { z } from "zod";
 
 export class ConfigError extends Error {
@@ -25,6 +25,8 @@ export interface LoadedModel {
   decode: EngineConfig[];
   encode: EngineConfig[];
   regular: EngineConfig[];
+  /** Explicit tokenizer source (static config only; registry engines never carry one). */
+  tokenizer?: TokenizerSource;
 }
 
 let cached: { text: string; config: LoadedConfig } | undefined;
@@ -59,6 +61,7 @@ export function parseConfig(text: string | undefined): LoadedConfig {
       decode: pools.decode.map(name("decode")),
       encode: pools.encode.map(name("encode")),
       regular: pools.regular.map(name("regular")),
+      ...(pools.tokenizer ? { tokenizer: pools.tokenizer } : {}),
     };
   }
   return { ...parsed.data, models };

@@ -43,6 +43,19 @@ const modelPdSchema = z
   })
   .strict()
   .default({ decode_only_max_prompt_tokens: 0 });
+export const tokenizerSourceSchema = z
+  .object({
+    /** A ZIP with tokenizer.json (and tokenizer_config.json, ...), as GetTokenizer would send. */
+    url: z.url({ protocol: /^https?$/ }),
+    /** Hex sha256 of the ZIP: checked on every load, and the cache key across isolates. */
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, { message: "must be 64 hex digits" })
+      .transform((s) => s.toLowerCase())
+      .optional(),
+  })
+  .strict();
+export type TokenizerSource = z.infer<typeof tokenizerSourceSchema>;
 
 export const modelSchema = z
   .object({
@@ -62,6 +75,9 @@ export const modelSchema = z
     regular: z.array(engineSchema).default([]),
     /** When the prefill leg pays for this model (docs/pd.md, "The decider"). */
     pd: modelPdSchema,
+    /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
+     *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
+    tokenizer: tokenizerSourceSchema.optional(),
   })
   .strict();
 

@@ -1,7 +1,9 @@
 // Everything one isolate remembers between requests, in one object created with the app:
 // in-flight loads, local breakers, discovered engine metadata, engine-reported loads, the
-// client requests being served (for Abort), and the registry view. Tests build a fresh one.
+// client requests being served (for Abort), the registry view and the models' tokenizers. Tests build a fresh one.
 import { EngineInfoCache } from "../backends/engine-info.js";
+import { TokenizerBundles } from "../backends/tokenizer-bundles.js";
+import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { EngineLoads } from "../core/in-flight.js";
 import { LocalBreakers } from "./breakers.js";
 import { ClientRequests } from "./client-requests.js";
@@ -15,6 +17,8 @@ export interface IsolateState {
   loadReadings: EngineLoadReadings;
   clientRequests: ClientRequests;
   registry: RegistryView;
+  /** Tokenizers of models the OpenAI surface serves over VllmEngine engines. */
+  tokenizers: TokenizerBundles;
 }
 
 export function createIsolateState(): IsolateState {
@@ -25,5 +29,6 @@ export function createIsolateState(): IsolateState {
     loadReadings: new EngineLoadReadings(),
     clientRequests: new ClientRequests(),
     registry: new RegistryView(),
+    tokenizers: new TokenizerBundles({ clientOf: vllmEngineClient }),
   };
 }

@@ -51,13 +51,28 @@ export async function bundleFromChunks(
   chunks: AsyncIterable<GetTokenizerChunk>,
   options: FetchBundleOptions = {},
 ): Promise<TokenizerBundle> {
+  const { zip, sha256 } = await verifiedZipFromChunks(chunks, options);
+  return unpack(zip, sha256, options);
+}
+
+/** Collects a GetTokenizer stream and verifies its sha256, without unpacking: the ZIP bytes
+ *  are what a cross-isolate cache stores. */
+export async function verifiedZipFromChunks(
+  chunks: AsyncIterable<GetTokenizerChunk>,
+  options: FetchBundleOptions = {},
+): Promise<{ zip: Uint8Array; sha256: string }> {
   const { zip, sha256 } = await collectChunks(chunks, options);
   if (sha256 === undefined) throw new TokenizerBundleError("missing_sha256", "the stream ended without a sha256 on its last chunk");
   const actual = await sha256Hex(zip);
   if (actual !== sha256.toLowerCase()) {
     throw new TokenizerBundleError("sha256_mismatch", `sha256 mismatch: engine said ${sha256}, bytes hash to ${actual}`);
   }
-  return unpack(zip, actual, options);
+  return { zip, sha256: actual };
+}
+
+/** Unpacks a ZIP whose sha256 the caller has just verified (no second hash). */
+export function unpackVerifiedZip(zip: Uint8Array, sha256: string, limits: BundleLimits = {}): TokenizerBundle {
+  return unpack(zip, sha256, limits);
 }
 
 /** Unpacks a ZIP fetched some other way (URL / R2 override). `expectedSha256`, when given, is checked. */

@@ -69,11 +69,12 @@ describe("each mistake, its own 4xx", () => {
     ["prompt of the wrong type", "/v1/completions", JSON.stringify({ model: MODEL, prompt: { text: "x" } }), 400, "invalid_request", "prompt"],
     ["unknown model", "/v1/chat/completions", JSON.stringify(chat({ model: "nope" })), 404, "model_not_found", "model"],
     ["a prototype key as the model", "/v1/chat/completions", JSON.stringify(chat({ model: "constructor" })), 404, "model_not_found", "model"],
-    ["a model served only over VllmEngine", "/v1/chat/completions", JSON.stringify(chat({ model: "grpc-model" })), 400, "use_engine_surface", "model"],
+    // The gateway tokenizes for VllmEngine engines; these (model "m") have no GetTokenizer.
+    ["a VllmEngine model whose engines have no GetTokenizer", "/v1/chat/completions", JSON.stringify(chat({ model: "grpc-model" })), 502, "tokenizer_unavailable", null],
     ["a body over max_body_bytes", "/v1/chat/completions", JSON.stringify(chat({ pad: "x".repeat(MAX_BODY) })), 413, "body_too_large", null],
   ])("%s", async (_name, path, body, status, code, param) => {
     const e = await expectError(await post(gw, path, body), status, code, param);
-    if (code === "use_engine_surface") expect(e.message).toMatch(/VllmEngine Connect\/gRPC-web surface/);
+    if (code === "tokenizer_unavailable") expect(e.message).toMatch(/^Engine '[^']+' gave no usable tokenizer for model 'grpc-model'.*models\.grpc-model\.tokenizer\.url/);
     await enginesUntouched();
   });
 
@@ -138,7 +139,8 @@ it("nothing a client sends produces a 5xx", async () => {
   }
   await enginesUntouched();
   await gw.settle();
-  expect(gw.metrics.ofType("request").every((r) => r.status < 500 || r.errorCode === "no_engine_available")).toBe(true);
+  // The gateway is shared by this file: the table's grpc-model row left a tokenizer_unavailable 502.
+  expect(gw.metrics.ofType("request").every((r) => r.status < 500 || r.errorCode === "no_engine_available" || r.errorCode === "tokenizer_unavailable")).toBe(true);
 });
 
 it("overrides: force-prefill runs the prefill leg for n=3 when the config allows it", async () => {

@@ -18,8 +18,17 @@ describe("parseConfig", () => {
     [JSON.stringify({ models: { m: { decode: [{ url: "http://x", transport: "grpc" }] } } }), /models\.m\.decode\.0\.transport/],
     [JSON.stringify({ models: { m: { decode: [{ url: "http://x", bogus: 1 }] } } }), /models\.m\.decode\.0/],
     [JSON.stringify({ models: {}, pd: { deferred_abort_max_ms: 40_000 } }), /pd\.deferred_abort_max_ms/],
+    [JSON.stringify({ models: { m: { tokenizer: { url: "file:///x.zip" } } } }), /models\.m\.tokenizer\.url/],
+    [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", sha256: "abc" } } } }), /models\.m\.tokenizer\.sha256/],
+    [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", path: "t" } } } }), /models\.m\.tokenizer/],
   ])("rejects %s naming the field", (text, message) => {
     expect(() => parseConfig(text)).toThrow(ConfigError);
     expect(() => parseConfig(text)).toThrow(message);
+  });
+
+  it("keeps a model's tokenizer source, with its sha256 in lower case", () => {
+    const sha = "AB".repeat(32);
+    const c = parseConfig(JSON.stringify({ models: { m: { regular: [{ url: "http://127.0.0.1:1" }], tokenizer: { url: "https://models.test/t.zip", sha256: sha } } } }));
+    expect(c.models.m!.tokenizer).toEqual({ url: "https://models.test/t.zip", sha256: "ab".repeat(32) });
   });
 });

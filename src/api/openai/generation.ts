@@ -1,4 +1,5 @@
-// POST /v1/chat/completions and /v1/completions: a thin adapter. The client's JSON becomes a
+// POST /v1/chat/completions and /v1/completions: a thin adapter. A model served by VllmEngine
+// engines goes to engine-generation.ts (the gateway tokenizes). Otherwise the client's JSON becomes a
 // generation job; the pipeline (routing/pipeline.ts) selects, runs and retries it; the
 // engine's answer goes back as it comes (event by event) or whole. One `request` event per
 // client request, whatever happens.
@@ -18,6 +19,7 @@ import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { pdOverrideOf } from "../pd-override.js";
 import { errorResponse, sseErrorResponse, toGatewayError } from "./errors.js";
+import { handleEngineGeneration } from "./engine-generation.js";
 import { modelAvailability } from "./models.js";
 import { sseRelay, type RelayEnd } from "./relay.js";
 import { fanoutWidth, parseOpenAiRequest, promptText, readBodyText, type OpenAiRequest } from "./request.js";
@@ -36,20 +38,16 @@ export function requestIdOf(headers: Headers): string {
   return sent;
 }
 
-function unservable(gw: GatewayContext, model: string): GatewayError | undefined {
+/** How the model is served on this surface: relayed to openai-http engines, tokenized by the
+ *  gateway for VllmEngine engines, or not at all (a 404 / 503 naming it). */
+function servingPath(gw: GatewayContext, model: string): "openai-http" | "vllm-engine" {
   switch (modelAvailability(routedConfig(gw), model)) {
     case "openai":
-      return undefined;
+      return "openai-http";
     case "engine-only":
-      return new GatewayError(
-        "use_engine_surface",
-        400,
-        `The model '${model}' is served only by VllmEngine engines; use the VllmEngine Connect/gRPC-web surface (x-model: ${model}) with tokenized input`,
-        undefined,
-        "model",
-      );
+      return "vllm-engine";
     default:
-      return noEngineError(gw, model);
+      throw noEngineError(gw, model);
   }
 }
 
@@ -81,8 +79,16 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     const requestId = requestIdOf(req.headers);
     headers.set("x-request-id", requestId);
     const override = pdOverrideOf(req.headers, gw.config.debug.allow_pd_overrides);
-    const problem = unservable(gw, p.model);
-    if (problem) throw problem;
+    if (servingPath(gw, p.model) === "vllm-engine") {
+      return await handleEngineGeneration(gw, p, route, {
+        requestId,
+        headers,
+        override,
+        started,
+        onBackend: (b) => (seen.backend = b),
+        record,
+      });
+    }
     const { stream } = await runPipeline(gw.pipeline(p.model), {
       job: {
         model: p.model,

@@ -1,7 +1,6 @@
-// GET /v1/models and the question behind it: can a configured model be served over the
-// OpenAI surface? Only openai-http engines take OpenAI text; a model served solely by
-// VllmEngine (connect / grpc-web) engines needs a tokenizer in front of it, which the
-// VllmEngine surface's clients bring themselves.
+// GET /v1/models and the question behind it: how is a configured model served over the
+// OpenAI surface? openai-http engines take OpenAI text as it is; a model served solely by
+// VllmEngine (connect / grpc-web) engines is tokenized by the gateway (engine-generation.ts).
 import type { LoadedConfig } from "../../config/load.js";
 
 export const OPENAI_TRANSPORTS: ReadonlySet<string> = new Set(["openai-http"]);
@@ -12,7 +11,7 @@ export type ModelAvailability =
   | "unknown"
   /** A PD pair or a regular engine speaks openai-http. */
   | "openai"
-  /** Every engine of the model is a VllmEngine engine: use that surface. */
+  /** Every engine of the model is a VllmEngine engine: the gateway tokenizes. */
   | "engine-only"
   /** openai-http engines exist, but no complete pair and no regular one (a config gap). */
   | "incomplete";
@@ -40,7 +39,7 @@ export function modelList(config: LoadedConfig) {
       .map((id) => {
         const surfaces: string[] = [];
         const a = modelAvailability(config, id);
-        if (a === "openai") surfaces.push("openai");
+        if (a === "openai" || a === "engine-only") surfaces.push("openai");
         const pools = config.models[id]!;
         if ([...pools.prefill, ...pools.decode, ...pools.regular].some((e) => ENGINE_SURFACE_TRANSPORTS.has(e.transport))) surfaces.push("engine");
         return { id, object: "model", created: CREATED, owned_by: "vllm-edge-gateway", surfaces };

@@ -40,7 +40,7 @@ describe("modelList", () => {
     expect(list.data.map((m) => [m.id, m.surfaces])).toEqual([
       ["agg", ["openai"]],
       ["empty", []],
-      ["grpc", ["engine"]],
+      ["grpc", ["openai", "engine"]],
       ["half", ["engine"]],
       ["mixed", ["openai", "engine"]],
       ["pd", ["openai"]],

@@ -115,6 +115,8 @@ describe("startCluster", () => {
       ["decode-0", "decode", "NixlConnector", 18101, 18201, "sim-model"],
       ["http-prefill-0", "prefill", "NixlConnector", 18110, undefined, "sim-model-http"],
       ["http-decode-0", "decode", "NixlConnector", 18111, undefined, "sim-model-http"],
+      ["qwen3-prefill-0", "prefill", "NixlConnector", 18120, 18220, "Qwen/Qwen3-0.6B"],
+      ["qwen3-decode-0", "decode", "NixlConnector", 18121, 18221, "Qwen/Qwen3-0.6B"],
     ]);
   });
 });

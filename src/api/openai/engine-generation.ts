@@ -1,0 +1,146 @@
+// OpenAI chat/completions for a model served by VllmEngine engines (ARCHITECTURE decision 12):
+// the gateway tokenizes. A thin adapter of the one pipeline, like api/engine/generate.ts: the
+// body becomes a GenerateRequest with token ids and SamplingParams, everything the gateway can
+// refuse is refused before any engine work (the context window included), the pipeline
+// selects, runs (prefill skipped for n > 1) and retries, and the frames go back as OpenAI JSON
+// or SSE built by the gateway's detokenizer.
+import { create } from "@bufbuild/protobuf";
+import { routedConfig, type GatewayContext } from "../../context.js";
+import { GatewayError } from "../../core/errors.js";
+import { optional } from "../../core/optional.js";
+import type { EngineConfig } from "../../config/schema.js";
+import { GenerateRequestSchema } from "../../gen/vllm_engine_pb.js";
+import type { OpenAiRoute } from "../../backends/openai-bodies.js";
+import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
+import type { PdOverride } from "../../pd/plan.js";
+import { prefillDecisionHeader } from "../../pd/skip.js";
+import { tpotMs } from "../../metrics/tpot.js";
+import { engineRequestIdFor } from "../../routing/client-requests.js";
+import { VLLM_ENGINE_TRANSPORTS, vllmEngineFamily } from "../../routing/families.js";
+import { runPipeline } from "../../routing/pipeline.js";
+import { SamplingParamError } from "../../tokenizer/errors.js";
+import { OpenAiResponseBuilder } from "../../tokenizer/openai-frames.js";
+import { samplingPlan, type SamplingPlan } from "../../tokenizer/sampling.js";
+import { contextWindowError, maxTokensField } from "./context-window.js";
+import { chatPrompt, completionPrompt, type EnginePrompt } from "./engine-prompt.js";
+import { engineJsonResult, engineSseBody, type EngineStreamEnd } from "./engine-response.js";
+import type { OpenAiRequest } from "./request.js";
+
+export interface EngineGenerationScope {
+  requestId: string;
+  /** Response headers set so far (x-request-id); x-pd-prefill is added here. */
+  headers: Headers;
+  override: PdOverride | undefined;
+  started: number;
+  onBackend(backend: "pd" | "regular"): void;
+  /** The `request` event, once. */
+  record(status: number, errorCode?: string): void;
+}
+
+/** The model's VllmEngine engines in the order to ask for its tokenizer: the engines that
+ *  generate the tokens we detokenize first. */
+export function tokenizerEngines(gw: GatewayContext, model: string): EngineConfig[] {
+  const pools = routedConfig(gw).models[model];
+  if (!pools) return [];
+  return [...pools.regular, ...pools.decode, ...pools.prefill].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
+}
+
+export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, s: EngineGenerationScope): Promise<Response> {
+  const chat = route === "/v1/chat/completions";
+  const tok = await gw.isolate.tokenizers.get({
+    model: p.model,
+    engines: tokenizerEngines(gw, p.model),
+    ...optional("override", Object.hasOwn(gw.config.models, p.model) ? gw.config.models[p.model]!.tokenizer : undefined),
+    waitUntil: gw.waitUntil,
+  });
+  const prompt = chat ? await chatPrompt(p, tok) : completionPrompt(p, tok);
+  const plan = planOf(chat, p.body, prompt, tok, gw.config.limits.max_n);
+
+  const { stream } = await runPipeline(gw.pipeline(p.model), {
+    job: {
+      model: p.model,
+      surface: "openai",
+      payload: create(GenerateRequestSchema, {
+        requestId: s.requestId,
+        input: { case: "tokenized", value: { originalText: prompt.text, inputIds: prompt.ids } },
+        samplingParams: plan.samplingParams,
+        stream: plan.stream,
+      }),
+      fanout: plan.n,
+      hasMmInputs: false,
+      ...optional("override", s.override),
+    },
+    family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
+    clientRequestId: s.requestId,
+    requestId: engineRequestIdFor(gw.owner, s.requestId),
+    owner: gw.owner,
+    prefixText: () => ({ tokens: prompt.ids }),
+    onDecision: (reason) => s.headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+    onBackend: s.onBackend,
+  });
+
+  const builder = new OpenAiResponseBuilder(
+    { api: chat ? "chat" : "completions", id: `${chat ? "chatcmpl" : "cmpl"}-${s.requestId}`, created: Math.floor(Date.now() / 1000), model: p.model },
+    plan,
+    tok.tokenizer,
+  );
+  if (plan.stream) {
+    s.headers.set("content-type", "text/event-stream");
+    s.headers.set("cache-control", "no-cache");
+    const body = engineSseBody(stream, builder, {
+      n: plan.n,
+      leg: "decode",
+      clientSignal: gw.clientSignal,
+      now: Date.now,
+      onEnd: (end) => {
+        s.record(end.status, end.errorCode);
+        if (end.outcome === "completed") emitStreamComplete(gw, p, route, s.started, plan.n, end);
+      },
+    });
+    return new Response(body, { status: 200, headers: s.headers });
+  }
+  const result = await engineJsonResult(stream, builder, plan.n, gw.clientSignal);
+  s.record(200);
+  s.headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(result), { status: 200, headers: s.headers });
+}
+
+/** SamplingParams for the request, after the context-window check (a 400 naming the field). */
+function planOf(chat: boolean, body: Record<string, unknown>, prompt: EnginePrompt, tok: ModelTokenizer, maxN: number): SamplingPlan {
+  if (prompt.ids.length === 0) throw new GatewayError("invalid_request", 400, `${prompt.field}: the prompt is empty`, undefined, prompt.field);
+  const max = maxTokensField(chat, body);
+  const tooLong = contextWindowError({
+    promptTokens: prompt.ids.length,
+    maxTokens: max.value,
+    maxField: max.field,
+    promptField: prompt.field,
+    maxContextLength: tok.maxContextLength,
+  });
+  if (tooLong) throw tooLong;
+  try {
+    return samplingPlan(chat ? "chat" : "completions", body, {
+      maxN,
+      promptTokens: prompt.ids.length,
+      ...optional("maxContextLength", tok.maxContextLength),
+    });
+  } catch (err) {
+    if (err instanceof SamplingParamError) throw new GatewayError("invalid_request", 400, err.message, undefined, err.field);
+    throw err;
+  }
+}
+
+function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, started: number, n: number, end: EngineStreamEnd): void {
+  const outputTokens = end.usage.completion_tokens;
+  const tpot = end.firstTextAt !== undefined && end.lastTextAt !== undefined ? tpotMs(end.firstTextAt, end.lastTextAt, outputTokens, n) : undefined;
+  gw.events.emit({
+    type: "stream_complete",
+    model: p.model,
+    surface: "openai",
+    endpoint: route,
+    ...(end.firstTextAt !== undefined ? { ttftMs: end.firstTextAt - started } : {}),
+    ...(tpot !== undefined ? { tpotMs: tpot } : {}),
+    generationMs: Date.now() - started,
+    inputTokens: end.usage.prompt_tokens,
+    outputTokens,
+  });
+}

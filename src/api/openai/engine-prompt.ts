@@ -1,0 +1,113 @@
+// The prompt of an OpenAI request the gateway tokenizes (a model served by VllmEngine engines):
+// chat messages rendered with the model's chat template (tool JSON read losslessly, as Python
+// reads it), or a completions prompt encoded with the tokenizer's own special-token rule, or
+// token ids taken as they are. Every client mistake is a 400 naming the field.
+import { GatewayError } from "../../core/errors.js";
+import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
+import { encodeChatPrompt, renderChatTemplate } from "../../tokenizer/chat-template.js";
+import { ChatTemplateError } from "../../tokenizer/errors.js";
+import { parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
+import type { OpenAiRequest } from "./request.js";
+
+export interface EnginePrompt {
+  /** The text the ids came from ("" for token-id prompts). */
+  text: string;
+  ids: number[];
+  /** The field the prompt came in, for errors about its length. */
+  field: "messages" | "prompt";
+}
+
+const invalid = (message: string, param: string, code = "invalid_request") => new GatewayError(code, 400, message, undefined, param);
+
+/** Content-part types whose text vLLM folds into the message (joined with "\n"). */
+const TEXT_PARTS = new Set(["text", "input_text"]);
+
+export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer): Promise<EnginePrompt> {
+  const body = p.body;
+  if (body.chat_template !== undefined && body.chat_template !== null) {
+    throw invalid("chat_template: a request-supplied template is not accepted; the model's own template is used", "chat_template");
+  }
+  // Lossless: floats stay floats and keys keep their order in tool schemas and arguments.
+  const lossless = parseLosslessJson(p.text) as Map<string, LosslessJson>;
+  const messages = (lossless.get("messages") as LosslessJson[]).map(flattenContent);
+  const tools = lossless.get("tools");
+  const documents = lossless.get("documents");
+  const kwargs = body.chat_template_kwargs;
+  if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== "object" || Array.isArray(kwargs))) {
+    throw invalid("chat_template_kwargs: must be an object", "chat_template_kwargs");
+  }
+  const addGenerationPrompt = optionalBool(body, "add_generation_prompt") ?? true;
+  const continueFinalMessage = optionalBool(body, "continue_final_message") ?? false;
+  const hasTools = Array.isArray(tools) && tools.length > 0;
+  let text: string;
+  try {
+    const template = await tok.chatTemplate({ hasTools });
+    text = await renderChatTemplate(template, {
+      messages,
+      tools: Array.isArray(tools) ? tools : null,
+      documents: Array.isArray(documents) ? documents : null,
+      // vLLM: continuing the final message means not opening a new assistant turn.
+      addGenerationPrompt: continueFinalMessage ? false : addGenerationPrompt,
+      continueFinalMessage,
+      kwargs: (kwargs ?? {}) as Record<string, unknown>,
+      tokenizerConfig: tok.tokenizer.config,
+    });
+  } catch (err) {
+    if (err instanceof ChatTemplateError) throw templateError(err);
+    throw err;
+  }
+  return { text, ids: encodeChatPrompt(tok.tokenizer, text), field: "messages" };
+}
+
+export function completionPrompt(p: OpenAiRequest, tok: ModelTokenizer): EnginePrompt {
+  const body = p.body;
+  for (const field of ["echo", "suffix"] as const) {
+    const v = body[field];
+    if (v !== undefined && v !== null && v !== false) {
+      throw invalid(`${field}: not supported for a model served by VllmEngine engines`, field);
+    }
+  }
+  let prompt = body.prompt;
+  if (Array.isArray(prompt) && prompt.length === 1 && (typeof prompt[0] === "string" || Array.isArray(prompt[0]))) prompt = prompt[0];
+  if (typeof prompt === "string") {
+    if (prompt === "") throw invalid("prompt: must not be empty", "prompt");
+    // The tokenizer's own rule for special tokens (BOS where its post-processor adds one).
+    return { text: prompt, ids: tok.tokenizer.encode(prompt, { addSpecialTokens: true }), field: "prompt" };
+  }
+  if (Array.isArray(prompt) && prompt.every((x) => typeof x === "number")) return { text: "", ids: prompt as number[], field: "prompt" };
+  throw invalid("prompt: batched prompts are not supported for a model served by VllmEngine engines; send one prompt per request", "prompt");
+}
+
+/** vLLM's "string" content format: text parts joined with "\n"; anything else cannot be
+ *  rendered by a text-only edge tokenizer. */
+function flattenContent(message: LosslessJson, i: number): LosslessJson {
+  if (!(message instanceof Map)) return message;
+  const content = message.get("content");
+  if (!Array.isArray(content)) return message;
+  const texts = content.map((part, j) => {
+    const type = part instanceof Map ? part.get("type") : undefined;
+    const text = part instanceof Map ? part.get("text") : undefined;
+    if (typeof type === "string" && TEXT_PARTS.has(type) && typeof text === "string") return text;
+    const what = typeof type === "string" ? `a "${type}" part` : "a part without a text type";
+    throw invalid(`messages[${i}].content[${j}]: ${what} cannot be sent to this model (served by VllmEngine engines, where the gateway renders text only)`, `messages[${i}].content[${j}]`, "unsupported_content");
+  });
+  const out = new Map(message);
+  out.set("content", texts.join("\n"));
+  return out;
+}
+
+function optionalBool(body: Record<string, unknown>, field: string): boolean | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw invalid(`${field}: must be a boolean`, field);
+  return v;
+}
+
+/** A chat the template cannot render is the client's to fix: 400, naming the feature when
+ *  the edge renderer lacks one. */
+function templateError(err: ChatTemplateError): GatewayError {
+  if (err.kind === "unsupported_feature") {
+    return invalid(`The model's chat template uses a feature the gateway cannot render: ${err.feature ?? err.message}`, "messages", "chat_template_unsupported");
+  }
+  return invalid(err.kind === "raise_exception" ? `The model's chat template refused this chat: ${err.message}` : err.message, "messages", "chat_template_error");
+}
