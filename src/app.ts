@@ -20,6 +20,8 @@ import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
+import { reject } from "./middleware/rejection.js";
+import { GatewayError } from "./core/errors.js";
 
 type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
 
@@ -129,5 +131,13 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
   app.notFound((c) =>
     c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404),
   );
+  // The one place an error no handler answered becomes a response, in the caller's protocol:
+  // a GatewayError keeps its status and code; anything else is a bug, logged and answered 500
+  // without internals.
+  app.onError((err, c) => {
+    if (err instanceof GatewayError) return reject(c.req.raw, err.status, err.code, err.message);
+    console.error(JSON.stringify({ msg: "unhandled error", path: c.req.path, error: String(err), stack: (err as Error)?.stack }));
+    return reject(c.req.raw, 500, "internal_error", "internal gateway error");
+  });
   return app;
 }

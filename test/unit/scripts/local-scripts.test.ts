@@ -11,7 +11,7 @@ const defaultCluster = JSON.parse(readFileSync("sim/default-cluster.json", "utf8
 
 describe("moveClusterPorts", () => {
   it("keeps the offsets of the default cluster", () => {
-    expect(clusterPorts(moveClusterPorts(defaultCluster, 19100)).sort()).toEqual([19100, 19101, 19110, 19111, 19200, 19201]);
+    expect(clusterPorts(moveClusterPorts(defaultCluster, 19100)).sort()).toEqual([19100, 19101, 19110, 19111, 19120, 19121, 19200, 19201, 19220, 19221]);
   });
   it("leaves free-port (0) engines alone and refuses ports above 65535", () => {
     const spec: ClusterSpec = { engines: [{ name: "a", role: "prefill", kvConnector: "none", port: 0 }, { name: "b", role: "decode", kvConnector: "none", port: 100 }] };
