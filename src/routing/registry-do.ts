@@ -134,9 +134,12 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
     return { ok: true, engine };
   }
 
+  /** Also removes a stored row that was skipped at load (unparsable or breaking the rules):
+   *  DELETE is the way out of a bad entry, so it never depends on the entry making sense. */
   remove(id: string): boolean {
-    if (!this.engines.delete(id)) return false;
-    this.store.deleteEngine(id);
+    const known = this.engines.delete(id);
+    const stored = this.store.deleteEngine(id);
+    if (!known && !stored) return false;
     this.forgetState(id);
     this.bump();
     return true;
