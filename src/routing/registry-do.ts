@@ -23,8 +23,12 @@ import type {
   RegistryPlan,
   RegistryStatus,
   RegistryWriteResult,
+  SharedEngineState,
   SnapshotAnswer,
 } from "./registry-types.js";
+
+/** Most names one sharedState() call answers for (far above any real engine count). */
+const MAX_STATE_NAMES = 10_000;
 
 /** Largest outcome batch taken in one call; an isolate never sends more (snapshot.ts). */
 const MAX_OUTCOMES_PER_CALL = 1_000;
@@ -80,6 +84,19 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
   get(id: string): RegistryEngineState | undefined {
     const e = this.engines.get(id);
     return e ? this.stateOf(e) : undefined;
+  }
+
+  /** The shared health and breaker state of engines by name (config engines too), for the
+   *  admin listing. A pair list, not a record: names are user input. */
+  sharedState(names: string[]): SharedEngineState[] {
+    return names.slice(0, MAX_STATE_NAMES).map((name) => {
+      const s: SharedEngineState = { name };
+      const h = this.health.get(name);
+      if (h) s.health = h;
+      const b = this.breakers.get(name);
+      if (b) s.breaker = b;
+      return s;
+    });
   }
 
   /** `config` (the caller's) lets a first registration start the health-check alarm even
