@@ -17,6 +17,7 @@ import { engineService } from "./service.js";
 import { checkProtoBody } from "./body-check.js";
 import { gzip } from "./compression.js";
 import { acceptedContentTypes, wireFormatOf } from "./content-types.js";
+import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
 import { reject } from "../../middleware/rejection.js";
 
 export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
@@ -47,9 +48,22 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
   }
   const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
   if (request instanceof Response) return request;
+  if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw);
   const contextValues = createContextValues().set(gatewayContextKey, gw);
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
   return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
+}
+
+/** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),
+ *  and a cancelled body is a client that left, like request.signal firing. */
+async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext): Promise<Response> {
+  const latch = new HeadLatch();
+  const bodyCancelled = new AbortController();
+  const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
+  const call: GatewayContext = { ...gw, clientSignal, pipeline: (model) => ({ ...gw.pipeline(model), clientSignal }) };
+  const contextValues = createContextValues().set(gatewayContextKey, call).set(headLatchKey, latch);
+  const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
+  return respondEarly(handler(uReq), latch, (reason) => bodyCancelled.abort(reason));
 }
 
 /** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
