@@ -10,6 +10,7 @@ const CONNECT_CODE_NAMES: Partial<Record<Code, string>> = {
   [Code.PermissionDenied]: "permission_denied",
   [Code.ResourceExhausted]: "resource_exhausted",
   [Code.NotFound]: "not_found",
+  [Code.Unimplemented]: "unimplemented",
   [Code.Internal]: "internal",
 };
 

@@ -24,8 +24,12 @@ import type {
   RegistryPlan,
   RegistryStatus,
   RegistryWriteResult,
+  SharedEngineState,
   SnapshotAnswer,
 } from "./registry-types.js";
+
+/** Most names one sharedState() call answers for (far above any real engine count). */
+const MAX_STATE_NAMES = 10_000;
 
 /** Largest outcome batch taken in one call; an isolate never sends more (snapshot.ts). */
 const MAX_OUTCOMES_PER_CALL = 1_000;
@@ -86,6 +90,19 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
     return e ? this.stateOf(e) : undefined;
   }
 
+  /** The shared health and breaker state of engines by name (config engines too), for the
+   *  admin listing. A pair list, not a record: names are user input. */
+  sharedState(names: string[]): SharedEngineState[] {
+    return names.slice(0, MAX_STATE_NAMES).map((name) => {
+      const s: SharedEngineState = { name };
+      const h = this.health.get(name);
+      if (h) s.health = h;
+      const b = this.breakers.get(name);
+      if (b) s.breaker = b;
+      return s;
+    });
+  }
+
   /** `config` (the caller's) lets a first registration start the health-check alarm even
    *  before any isolate has asked for a snapshot. */
   async add(input: NewRegistryEngine, config?: RegistryConfig): Promise<RegistryWriteResult> {
@@ -138,9 +155,12 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
     return { ok: true, engine };
   }
 
+  /** Also removes a stored row that was skipped at load (unparsable or breaking the rules):
+   *  DELETE is the way out of a bad entry, so it never depends on the entry making sense. */
   remove(id: string): boolean {
-    if (!this.engines.delete(id)) return false;
-    this.store.deleteEngine(id);
+    const known = this.engines.delete(id);
+    const stored = this.store.deleteEngine(id);
+    if (!known && !stored) return false;
     this.forgetState(id);
     this.bump();
     return true;

@@ -4,6 +4,7 @@
 // keeps everything in memory as well and writes through, so reads never touch SQL.
 import type { Breaker } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
+import { registryEngineProblem } from "./registry-names.js";
 import type { RegistryEngine } from "./registry-types.js";
 
 const SCHEMA_VERSION = "1";
@@ -48,8 +49,22 @@ export class RegistryStore {
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, value);
   }
 
+  /** Every row that parses and passes the registry's rules; any other row is skipped with an
+   *  error log (and left in storage, where DELETE can still remove it). */
   loadEngines(): RegistryEngine[] {
-    return this.sql.exec<Row>("SELECT * FROM engines ORDER BY created_at, id").toArray().map(engineFromRow);
+    const out: RegistryEngine[] = [];
+    for (const row of this.sql.exec<Row>("SELECT * FROM engines ORDER BY created_at, id")) {
+      let problem: string | undefined;
+      try {
+        const engine = engineFromRow(row);
+        problem = registryEngineProblem(engine);
+        if (!problem) out.push(engine);
+      } catch (err) {
+        problem = `does not parse: ${String(err)}`;
+      }
+      if (problem) console.error(JSON.stringify({ msg: "stored registry engine skipped", engine: String(row.id), problem }));
+    }
+    return out;
   }
 
   putEngine(e: RegistryEngine): void {
@@ -66,8 +81,9 @@ export class RegistryStore {
     );
   }
 
-  deleteEngine(id: string): void {
-    this.sql.exec("DELETE FROM engines WHERE id = ?", id);
+  /** Whether a row was there to delete (a skipped, unparsable one counts). */
+  deleteEngine(id: string): boolean {
+    return this.sql.exec("DELETE FROM engines WHERE id = ?", id).rowsWritten > 0;
   }
 
   loadHealth(): Map<string, EngineHealth> {
@@ -95,9 +111,19 @@ export class RegistryStore {
   }
 }
 
+/** Shared state rows; one that does not parse is dropped (the next probe or outcome rebuilds it). */
 function loadStates<T>(sql: SqlStorage, table: "health" | "breakers"): Map<string, T> {
   const out = new Map<string, T>();
-  for (const row of sql.exec<Row>(`SELECT engine, state FROM ${table}`)) out.set(String(row.engine), JSON.parse(String(row.state)) as T);
+  for (const row of sql.exec<Row>(`SELECT engine, state FROM ${table}`)) {
+    try {
+      const state: unknown = JSON.parse(String(row.state));
+      if (typeof state !== "object" || state === null) throw new Error("not an object");
+      out.set(String(row.engine), state as T);
+    } catch (err) {
+      console.error(JSON.stringify({ msg: `stored ${table} row dropped`, engine: String(row.engine), error: String(err) }));
+      sql.exec(`DELETE FROM ${table} WHERE engine = ?`, row.engine);
+    }
+  }
   return out;
 }
 

@@ -114,6 +114,13 @@ export interface RegistryEngineState {
   breaker?: Breaker;
 }
 
+/** The shared state of one engine (config or registry), by name. */
+export interface SharedEngineState {
+  name: string;
+  health?: EngineHealth;
+  breaker?: Breaker;
+}
+
 export type RegistryWriteResult =
   | { ok: true; engine: RegistryEngine }
   | { ok: false; code: "engine_exists" | "engine_not_found"; message: string };

@@ -6,9 +6,10 @@
 // config alone, which is what a gateway without a registry would route with anyway.
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
 import { modelSchema, type EngineConfig } from "../config/schema.js";
-import { currentState, type BreakerSettings, type BreakerState } from "./breaker.js";
+import { currentState, type Breaker, type BreakerSettings, type BreakerState } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
 import { registryStub, type RegistryNamespace } from "./registry-client.js";
+import { registryEngineProblem } from "./registry-names.js";
 import type { EngineOutcome, RegistryEngine, RegistrySnapshot } from "./registry-types.js";
 
 export interface RoutingSnapshot {
@@ -112,34 +113,48 @@ async function refresh(ns: RegistryNamespace, config: LoadedConfig, owner: Isola
   owner.fetchedAt = Date.now();
 }
 
-/** Config engines merged with the active registry engines, plus the shared-state lookups. Pure. */
+/** Config engines merged with the active registry engines, plus the shared-state lookups.
+ *  Engine names come from the admin API: the lookups are Maps, never plain-object keys. Pure. */
 export function buildView(config: Pick<LoadedConfig, "models" | "health" | "breaker">, data: RegistrySnapshot | undefined): RoutingSnapshot {
   if (!data) {
     return { models: config.models, health: () => undefined, breaker: () => undefined, version: 0 };
   }
-  const models = mergeModels(config.models, data.engines);
-  const health = config.health.disabled ? () => undefined : (name: string) => data.health[name];
-  const breaker = config.breaker.disabled ? () => undefined : (name: string) => breakerStateOf(data, config.breaker, name);
+  const models = mergeModels(config.models, Array.isArray(data.engines) ? data.engines : []);
+  const healthOf = ownEntries<EngineHealth>(data.health);
+  const breakers = ownEntries<Breaker>(data.breakers);
+  const health = config.health.disabled ? () => undefined : (name: string) => healthOf.get(name);
+  const breaker = config.breaker.disabled ? () => undefined : (name: string) => breakerStateOf(breakers.get(name), config.breaker);
   return { models, health, breaker, version: data.version };
 }
 
-function breakerStateOf(data: RegistrySnapshot, settings: BreakerSettings, name: string): BreakerState | undefined {
-  const b = data.breakers[name];
+function ownEntries<T>(record: Record<string, T> | undefined): Map<string, T> {
+  return new Map(typeof record === "object" && record !== null ? Object.entries(record) : []);
+}
+
+function breakerStateOf(b: Breaker | undefined, settings: BreakerSettings): BreakerState | undefined {
   // A copy: the lazy open -> half-open move must not rewrite the shared snapshot.
   return b ? currentState({ ...b }, settings, Date.now()).state : undefined;
 }
 
 /** Adds active registry engines to their model's pool (creating the model with default
  *  policies when the config does not have it). Draining engines are left out, so they take
- *  no new requests. The config's own objects are never mutated. Pure. */
+ *  no new requests. An entry that fails the registry's own rules (registry-names.ts) is
+ *  skipped with an error log: one bad row must not take routing down. The result has no
+ *  prototype, so a model named like an Object.prototype key ("constructor") is just a model.
+ *  The config's own objects are never mutated. Pure but for the log. */
 export function mergeModels(models: Record<string, LoadedModel>, engines: readonly RegistryEngine[]): Record<string, LoadedModel> {
-  const active = engines.filter((e) => e.status === "active");
+  const active = engines.filter((e) => e?.status === "active");
   if (active.length === 0) return models;
-  const out: Record<string, LoadedModel> = {};
+  const out: Record<string, LoadedModel> = Object.create(null) as Record<string, LoadedModel>;
   for (const [name, m] of Object.entries(models)) {
-    out[name] = { policy: m.policy, pd: m.pd, prefill: [...m.prefill], decode: [...m.decode], encode: [...m.encode], regular: [...m.regular] };
+    out[name] = { ...m, prefill: [...m.prefill], decode: [...m.decode], encode: [...m.encode], regular: [...m.regular] };
   }
   for (const e of active) {
+    const problem = registryEngineProblem(e);
+    if (problem) {
+      console.error(JSON.stringify({ msg: "registry engine skipped", engine: String(e.id), problem }));
+      continue;
+    }
     const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS.policy }, pd: { ...MODEL_DEFAULTS.pd }, prefill: [], decode: [], encode: [], regular: [] });
     if (m[e.role].some((c) => c.name === e.id)) continue;
     m[e.role].push(toEngineConfig(e));

@@ -90,7 +90,7 @@ describe("auth", () => {
     // Nothing was attempted: a POST without a token does not reach validation or discovery.
     expect((await gw.admin("POST", "/admin/engines", { url: deadUrl, model: "m", role: "decode" }, null)).status).toBe(401);
 
-    const ok = await gw.admin("GET", "/admin/engines");
+    const ok = await gw.admin("GET", "/admin/engines?source=registry");
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ engines: [] });
   });
@@ -171,7 +171,7 @@ describe("discovery", () => {
     const http = await gw.admin("POST", "/admin/engines", { url: deadUrl, model: "m", role: "decode", transport: "openai-http" });
     expect(http.status).toBe(502);
     expect((await errorOf(http)).message).toMatch(/is unreachable: GET \/v1\/models failed: /);
-    expect((await (await gw.admin("GET", "/admin/engines")).json())).toEqual({ engines: [] });
+    expect((await (await gw.admin("GET", "/admin/engines?source=registry")).json())).toEqual({ engines: [] });
   });
 
   it("refuses an engine that serves another model (400 engine_model_mismatch)", async () => {
@@ -210,7 +210,7 @@ describe("discovery", () => {
     const got = await gw.admin("GET", `/admin/engines/${body.id}`);
     expect(got.status).toBe(200);
     expect(((await got.json()) as EngineBody).discovered.kv_connector).toBe("MooncakeConnector");
-    const all = (await (await gw.admin("GET", "/admin/engines")).json()) as { engines: EngineBody[] };
+    const all = (await (await gw.admin("GET", "/admin/engines?source=registry")).json()) as { engines: EngineBody[] };
     expect(all.engines.map((e) => e.id).sort()).toEqual([body.id, "http-1"].sort());
     const onlyHttp = (await (await gw.admin("GET", "/admin/engines?model=m-http")).json()) as { engines: EngineBody[] };
     expect(onlyHttp.engines.map((e) => e.id)).toEqual(["http-1"]);

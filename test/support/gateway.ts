@@ -42,21 +42,22 @@ export function testGateway(config: unknown, extraEnv: Record<string, unknown> =
   // Tests talk to an open data plane unless they configure auth themselves.
   const withAuth = { auth: { data_plane: "open" }, ...(config as Record<string, unknown>) };
   const env = { ...extraEnv, GATEWAY_CONFIG: JSON.stringify(withAuth), METRICS: metrics };
-  const pending: Promise<void>[] = [];
+  const contexts: ExecutionContext[] = [];
   const doFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
     const ctx = createExecutionContext();
+    contexts.push(ctx);
     // connect-web asks for redirect "error", which workerd rejects.
     const request = new Request(input, { ...init, redirect: "manual" });
-    const res = await app.fetch(request, env as Env, ctx);
-    pending.push(waitOnExecutionContext(ctx));
-    return res;
+    return app.fetch(request, env as Env, ctx);
   };
   return {
     isolate,
     metrics,
     fetch: doFetch,
     async settle() {
-      await Promise.all(pending);
+      // Waited for here, not when the response is returned: a streamed response's head goes
+      // out early, and work may be handed to waitUntil after it (a deferred Abort).
+      await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
     },
     engineClient(protocol = "connect") {
       const opts = { baseUrl: "http://gateway.test", useBinaryFormat: true, fetch: doFetch as typeof fetch };

@@ -17,6 +17,7 @@ describe("unframe", () => {
     [[0, 0, 0]],
     [[0, 0, 0, 0, 9, 1]],
     [[...frame(0x80, [1])]],
+    [[0x7b, 0x22, 0x61, 0x22, 0x3a, 0x31, 0x7d]], // bare JSON: '{' is no flags byte
   ])("%j is broken framing", (bytes) => {
     expect(typeof unframe(new Uint8Array(bytes))).toBe("string");
   });
@@ -32,12 +33,13 @@ describe("checkProtoBody", () => {
     expect([...new Uint8Array(await (out as Request).arrayBuffer())]).toEqual(frame(0, msg));
   });
   it("answers 400 naming the body for an unparsable message", async () => {
-    const out = (await checkProtoBody(req("application/proto", [0x00]), 1024)) as Response;
-    expect(out.status).toBe(400);
-    expect(((await out.json()) as { message: string }).message).toMatch(/^body: not a valid vllm\.grpc\.engine\.GenerateRequest/);
+    const out = (await checkProtoBody(req("application/connect+proto", frame(0, [0x00])), 1024)) as Response;
+    expect(out.headers.get("x-gateway-error-code")).toBe("invalid_request");
+    const end = new TextDecoder().decode(new Uint8Array(await out.arrayBuffer()).subarray(5));
+    expect(JSON.parse(end).error.message).toMatch(/^body: not a valid vllm\.grpc\.engine\.GenerateRequest/);
   });
   it("answers 413 past the limit, and leaves JSON to Connect", async () => {
-    expect(((await checkProtoBody(req("application/proto", Array(2000).fill(0)), 100)) as Response).status).toBe(413);
+    expect(((await checkProtoBody(req("application/grpc-web+proto", Array(2000).fill(0)), 100)) as Response).headers.get("x-gateway-error-code")).toBe("body_too_large");
     const json = req("application/json", [0x7b, 0x7d]);
     expect(await checkProtoBody(json, 10)).toBe(json);
   });

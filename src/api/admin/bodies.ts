@@ -5,16 +5,13 @@ import { z } from "zod";
 import { engineSchema } from "../../config/schema.js";
 import { GatewayError } from "../../core/errors.js";
 import { ENGINE_ROLES } from "../../routing/registry-types.js";
+import { ENGINE_ID_PATTERN, ENGINE_ID_RULE, MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../routing/registry-names.js";
 
-/** Ids appear in URL paths (/admin/engines/:id) and metric blobs: no slashes, no spaces. */
-export const ENGINE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export { ENGINE_ID_PATTERN };
 
 export const registerBodySchema = engineSchema.extend({
-  name: z
-    .string()
-    .regex(ENGINE_ID_PATTERN, "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
-    .optional(),
-  model: z.string().min(1).max(256),
+  name: z.string().regex(ENGINE_ID_PATTERN, ENGINE_ID_RULE).optional(),
+  model: z.string().regex(MODEL_NAME_PATTERN, MODEL_NAME_RULE),
   role: z.enum(ENGINE_ROLES),
 });
 export type RegisterBody = z.infer<typeof registerBodySchema>;

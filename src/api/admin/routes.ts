@@ -7,14 +7,15 @@ import type { Env } from "../../env.js";
 import type { GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
 import { registryStub, type RegistryStub } from "../../routing/registry-client.js";
-import type { RegistryConfig, RegistryWriteResult } from "../../routing/registry-types.js";
+import { ENGINE_ROLES, type RegistryConfig, type RegistryWriteResult } from "../../routing/registry-types.js";
+import type { EngineConfig } from "../../config/schema.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { errorResponse, toGatewayError } from "../openai/errors.js";
 import { readBodyText } from "../openai/request.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { ENGINE_ID_PATTERN, parseBody, registerBodySchema, updateBodySchema } from "./bodies.js";
 import { newEngineId, prepareEngine } from "./register.js";
-import { engineView } from "./view.js";
+import { configEngineView, engineView, type IsolateView } from "./view.js";
 
 type AdminEnv = { Bindings: Env; Variables: { gateway: GatewayContext; registry: RegistryStub } };
 type AdminContext = Context<AdminEnv>;
@@ -57,10 +58,35 @@ function engineId(c: AdminContext): string {
   return id;
 }
 
+/** DELETE takes any id the store might hold (rows written before the name rules, or damaged
+ *  ones), so a bad entry can always be removed; only the length is bounded. */
+function anyEngineId(c: AdminContext): string {
+  const id = c.req.param("id") ?? "";
+  if (id.length === 0 || id.length > 1024) throw notFound(id);
+  return id;
+}
+
 const notFound = (id: string) => new GatewayError("engine_not_found", 404, `no registry engine "${id}"`);
 
 /** Only what the object needs: the whole config would cross the RPC boundary for nothing. */
 const registryConfigOf = (c: LoadedConfig): RegistryConfig => ({ models: c.models, health: c.health, breaker: c.breaker });
+
+/** This isolate's own view of an engine: the isolate answering this admin request, one of
+ *  many in a deployment. */
+const isolateOf = (gw: GatewayContext): IsolateView => ({
+  breaker: (name) => gw.isolate.breakers.state(name),
+  inFlight: (name) => gw.isolate.loads.load(name),
+});
+
+/** Every engine entry of the config, per model and role (`model` keeps one model's). */
+function configEngines(models: LoadedConfig["models"], model: string | undefined) {
+  const out: { model: string; role: (typeof ENGINE_ROLES)[number]; engine: EngineConfig }[] = [];
+  for (const [name, pools] of Object.entries(models)) {
+    if (model !== undefined && name !== model) continue;
+    for (const role of ENGINE_ROLES) for (const engine of pools[role]) out.push({ model: name, role, engine });
+  }
+  return out;
+}
 
 function written(r: RegistryWriteResult) {
   if (r.ok) return r.engine;
@@ -70,7 +96,7 @@ function written(r: RegistryWriteResult) {
 async function viewOf(c: AdminContext, id: string) {
   const s = await c.get("registry").get(id);
   if (!s) throw notFound(id);
-  return engineView(s, c.get("gateway").config.breaker);
+  return engineView(s, c.get("gateway").config.breaker, isolateOf(c.get("gateway")));
 }
 
 export function adminRoutes() {
@@ -80,10 +106,24 @@ export function adminRoutes() {
   r.get(
     "/engines",
     handle(async (c) => {
-      const model = c.req.query("model");
-      const list = await c.get("registry").list(model === undefined || model === "" ? undefined : model);
-      const breaker = c.get("gateway").config.breaker;
-      return c.json({ engines: list.map((s) => engineView(s, breaker)) });
+      const model = c.req.query("model") || undefined;
+      const source = c.req.query("source") || undefined;
+      if (source !== undefined && source !== "config" && source !== "registry") {
+        throw new GatewayError("invalid_request", 400, 'source: must be "config" or "registry"', undefined, "source");
+      }
+      const gw = c.get("gateway");
+      const stub = c.get("registry");
+      const isolate = isolateOf(gw);
+      const engines: unknown[] = [];
+      if (source !== "registry") {
+        const entries = configEngines(gw.config.models, model);
+        const shared = new Map((await stub.sharedState([...new Set(entries.map((x) => x.engine.name))])).map((s) => [s.name, s]));
+        for (const x of entries) engines.push(configEngineView(x.model, x.role, x.engine, shared.get(x.engine.name) ?? {}, gw.config.breaker, isolate));
+      }
+      if (source !== "config") {
+        for (const s of await stub.list(model)) engines.push(engineView(s, gw.config.breaker, isolate));
+      }
+      return c.json({ engines });
     }),
   );
 
@@ -131,7 +171,7 @@ export function adminRoutes() {
   r.delete(
     "/engines/:id",
     handle(async (c) => {
-      const id = engineId(c);
+      const id = anyEngineId(c);
       if (!(await c.get("registry").remove(id))) throw notFound(id);
       return c.body(null, 204);
     }),

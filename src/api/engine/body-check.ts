@@ -1,36 +1,67 @@
-// Protobuf bodies are checked before Connect sees them: connect-es reports an unparsable
-// binary message as Internal, but a malformed body is the client's mistake, so it gets
-// InvalidArgument (400) naming the body. JSON bodies are left to Connect (it already answers
+// Request bodies are checked before Connect sees them, so that client mistakes get a 4xx that
+// names the body rather than whatever connect-es makes of them: an unparsable binary message
+// (connect-es: Internal), bytes that are not an envelope at all (connect-es reads the first
+// five bytes as a length: "message size 578053496 is larger than configured readMaxBytes"),
+// a frame flagged compressed with no encoding declared. gzip-compressed messages are inflated
+// (bounded) to be checked; an encoding the gateway does not know is left to Connect, which
+// answers Unimplemented naming it. JSON messages are left to Connect (it already answers
 // InvalidArgument). The body is read once, bounded by the configured limit, and handed on.
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import { ConnectError, Code } from "@connectrpc/connect";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { reject } from "../../middleware/rejection.js";
+import { gzip } from "./compression.js";
+import { wireFormatOf, type WireFormat } from "./content-types.js";
 
 const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
 export async function checkProtoBody(request: Request, maxBytes: number): Promise<Request | Response> {
-  const contentType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim();
-  const enveloped = contentType === "application/connect+proto" || contentType === "application/grpc-web" || contentType === "application/grpc-web+proto";
-  if (!enveloped && contentType !== "application/proto") return request;
   const method = methodsByName.get(new URL(request.url).pathname.split("/").pop() ?? "");
   if (!method) return request;
+  const format = wireFormatOf(request.headers.get("content-type"), method);
+  // Unary JSON: nothing to unframe, and Connect reports bad JSON well.
+  if (!format || (!format.enveloped && !format.binary)) return request;
   const bytes = await readBounded(request, maxBytes);
   if (bytes === undefined) return reject(request, 413, "body_too_large", `body: larger than ${maxBytes} bytes`);
-  const payloads = enveloped ? unframe(bytes) : [{ data: bytes, compressed: false }];
-  if (typeof payloads === "string") return reject(request, 400, "invalid_request", `body: ${payloads}`);
-  const encoded = request.headers.get("connect-content-encoding") ?? request.headers.get("grpc-encoding") ?? request.headers.get("content-encoding");
+  const encoding = encodingOf(request, format);
+  const payloads = format.enveloped ? unframe(bytes) : [{ data: bytes, compressed: encoding !== undefined }];
+  if (typeof payloads === "string") {
+    const name = format.protocol === "connect" ? "Connect" : "gRPC-web";
+    return reject(
+      request,
+      400,
+      "invalid_envelope",
+      `body: the body is not a ${name} envelope (each message is a flags byte and a 4-byte big-endian length, then the message): ${payloads}`,
+    );
+  }
   for (const p of payloads) {
+    let data = p.data;
     if (p.compressed) {
-      if (!encoded || encoded === "identity") return reject(request, 400, "invalid_request", "body: a message is flagged compressed but no encoding was declared");
-      continue; // Connect decompresses and parses it
+      if (!encoding) return reject(request, 400, "invalid_request", "body: a message is flagged compressed but no encoding was declared");
+      if (encoding !== gzip.name) continue; // Connect answers Unimplemented, naming the encoding
+      try {
+        data = await gzip.decompress(p.data, maxBytes);
+      } catch (err) {
+        const tooLarge = err instanceof ConnectError && err.code === Code.ResourceExhausted;
+        return tooLarge
+          ? reject(request, 413, "body_too_large", `body: larger than ${maxBytes} bytes after decompression`)
+          : reject(request, 400, "invalid_request", `body: ${err instanceof ConnectError ? err.rawMessage : String(err)}`);
+      }
     }
+    if (!format.binary) continue;
     try {
-      fromBinary(method.input, p.data);
+      fromBinary(method.input, data);
     } catch (err) {
       return reject(request, 400, "invalid_request", `body: not a valid ${method.input.typeName}: ${(err as Error).message}`);
     }
   }
   return new Request(request.url, { method: request.method, headers: request.headers, body: bytes, signal: request.signal });
+}
+
+/** The request's declared compression, if any ("identity" is none). */
+function encodingOf(request: Request, format: WireFormat): string | undefined {
+  const value = request.headers.get(format.encodingHeader)?.trim().toLowerCase();
+  return value && value !== "identity" ? value : undefined;
 }
 
 async function readBounded(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
@@ -57,6 +88,10 @@ async function readBounded(request: Request, maxBytes: number): Promise<Uint8Arr
   return out;
 }
 
+/** Flag bits a request envelope may carry: compressed (0x01) and end-stream (0x02 Connect,
+ *  0x80 gRPC-web). Anything else means the bytes are not an envelope. */
+const ENVELOPE_FLAGS = 0x01 | 0x02 | 0x80;
+
 /** Splits enveloped messages (flags byte, 4-byte big-endian length); end-stream frames are
  *  skipped. Returns an error string for broken framing. */
 export function unframe(bytes: Uint8Array): { data: Uint8Array; compressed: boolean }[] | string {
@@ -66,6 +101,7 @@ export function unframe(bytes: Uint8Array): { data: Uint8Array; compressed: bool
   while (off < bytes.length) {
     if (bytes.length - off < 5) return "truncated message envelope";
     const flags = bytes[off]!;
+    if ((flags & ~ENVELOPE_FLAGS) !== 0) return `byte ${off} (0x${flags.toString(16).padStart(2, "0")}) is not an envelope's flags byte`;
     const len = view.getUint32(off + 1);
     if (off + 5 + len > bytes.length) return `message envelope announces ${len} bytes, ${bytes.length - off - 5} present`;
     if ((flags & 0x80) === 0 && (flags & 0x02) === 0) out.push({ data: bytes.subarray(off + 5, off + 5 + len), compressed: (flags & 0x01) !== 0 });

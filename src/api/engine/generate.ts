@@ -16,6 +16,7 @@ import { errorCodeOf, toConnectError } from "./errors.js";
 import { gatewayOf, modelOf } from "./gateway-of.js";
 import { pdOverrideOf } from "../pd-override.js";
 import { StreamTiming } from "./stream-timing.js";
+import { headLatchKey } from "./early-head.js";
 
 export async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
   const gw = gatewayOf(ctx);
@@ -47,7 +48,11 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
       owner: gw.owner,
       ...optional("routingKey", ctx.requestHeader.get("x-routing-key") ?? undefined),
       prefixText: () => (request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value ?? "" }),
-      onDecision: (reason) => ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onDecision: (reason) => {
+        ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(reason));
+        // The head is final now: let the router send it (early-head.ts).
+        ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
+      },
       onBackend: (b) => (backend = b),
     });
     const { stream } = result;

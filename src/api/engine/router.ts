@@ -1,25 +1,34 @@
 // The VllmEngine surface over Connect and gRPC-web on fetch (no native gRPC: Workers cannot
 // send HTTP/2 trailers). One router per isolate; the per-request gateway context rides in
-// Connect context values.
+// Connect context values. Before Connect sees a request the gateway answers, in the caller's
+// protocol, what connect-es would answer badly: a content type the method does not take (415
+// with the accepted ones listed, where connect-es sends an empty body) and a body that is not
+// what its content type says (body-check.ts).
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import {
   universalServerRequestFromFetch,
   universalServerResponseToFetch,
   type UniversalHandler,
 } from "@connectrpc/connect/protocol";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { gatewayContextKey, type GatewayContext } from "../../context.js";
 import { engineService } from "./service.js";
 import { checkProtoBody } from "./body-check.js";
+import { gzip } from "./compression.js";
+import { acceptedContentTypes, wireFormatOf } from "./content-types.js";
+import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
 import { reject } from "../../middleware/rejection.js";
 
 export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
+
+const methodsByPath = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [`${ENGINE_SERVICE_PATH}${m.name}`, m]));
 
 let handlers: { maxBytes: number; byPath: Map<string, UniversalHandler> } | undefined;
 
 function handlersFor(maxBytes: number) {
   if (!handlers || handlers.maxBytes !== maxBytes) {
-    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true, readMaxBytes: maxBytes });
+    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true, readMaxBytes: maxBytes, acceptCompression: [gzip] });
     router.service(VllmEngine, engineService);
     handlers = { maxBytes, byPath: new Map(router.handlers.map((h) => [h.requestPath, h])) };
   }
@@ -27,11 +36,39 @@ function handlersFor(maxBytes: number) {
 }
 
 export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise<Response> {
-  const handler = handlersFor(gw.config.limits.max_body_bytes).get(new URL(raw.url).pathname);
-  if (!handler) return reject(raw, 404, "unknown_method", `${new URL(raw.url).pathname}: no such VllmEngine method`);
+  const path = new URL(raw.url).pathname;
+  const handler = handlersFor(gw.config.limits.max_body_bytes).get(path);
+  const method = methodsByPath.get(path);
+  if (!handler || !method) return reject(raw, 404, "unknown_method", `${path}: no such VllmEngine method`);
+  const contentType = raw.headers.get("content-type");
+  if (!wireFormatOf(contentType, method)) {
+    const kind = method.methodKind === "unary" ? "a unary method" : "a server-streaming method";
+    const given = contentType === null ? "no content-type" : `content-type "${contentType}"`;
+    return reject(raw, 415, "unsupported_content_type", `content-type: ${method.name} is ${kind}; it takes ${acceptedContentTypes(method).join(", ")}, not ${given}`);
+  }
   const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
   if (request instanceof Response) return request;
+  if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw);
   const contextValues = createContextValues().set(gatewayContextKey, gw);
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
-  return universalServerResponseToFetch(await handler(uReq));
+  return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
+}
+
+/** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),
+ *  and a cancelled body is a client that left, like request.signal firing. */
+async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext): Promise<Response> {
+  const latch = new HeadLatch();
+  const bodyCancelled = new AbortController();
+  const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
+  const call: GatewayContext = { ...gw, clientSignal, pipeline: (model) => ({ ...gw.pipeline(model), clientSignal }) };
+  const contextValues = createContextValues().set(gatewayContextKey, call).set(headLatchKey, latch);
+  const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
+  return respondEarly(handler(uReq), latch, (reason) => bodyCancelled.abort(reason));
+}
+
+/** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
+ *  would compress such a body again unless told it already is. */
+function alreadyEncoded(res: Response): Response {
+  if (!res.headers.has("content-encoding")) return res;
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers, encodeBody: "manual" });
 }

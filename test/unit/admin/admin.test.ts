@@ -83,7 +83,7 @@ describe("engineView", () => {
   const settings = { failure_threshold: 2, success_threshold: 1, timeout_secs: 10, disabled: false };
 
   it("shows absent state as null", () => {
-    expect(engineView({ engine }, settings)).toEqual({ ...engine, health: null, breaker: null });
+    expect(engineView({ engine }, settings)).toEqual({ source: "registry", ...engine, health: null, breaker: null });
   });
 
   it("shows health and breaker in snake_case, the breaker as routing sees it now", () => {
@@ -94,6 +94,7 @@ describe("engineView", () => {
         breaker: { state: "open", consecutiveFailures: 0, consecutiveSuccesses: 0, changedAt: 1_000 },
       },
       settings,
+      undefined,
       12_000,
     );
     expect(v.health).toEqual({ status: "not_ready", consecutive_successes: 0, consecutive_failures: 3, last_probe_at: "1970-01-01T00:00:00.000Z", last_error: "boom" });

@@ -90,3 +90,26 @@ describe("buildView", () => {
     expect(v.breaker("p")).toBeUndefined();
   });
 });
+
+describe("poisoned registry entries", () => {
+  it("routes models and names that are Object.prototype keys like any other", () => {
+    const merged = mergeModels(config.models, [reg({ id: "toString", model: "constructor", role: "regular" }), reg({ id: "valueOf", model: "hasOwnProperty" })]);
+    expect(Object.keys(merged).sort()).toEqual(["constructor", "hasOwnProperty", "m"]);
+    expect(merged["constructor"]!.regular.map((e) => e.name)).toEqual(["toString"]);
+    expect(merged["hasOwnProperty"]!.decode.map((e) => e.name)).toEqual(["valueOf"]);
+    const view = buildView(config, data({ engines: [reg({ id: "r1" })], health: {}, breakers: {} }));
+    expect(view.health("constructor")).toBeUndefined();
+    expect(view.breaker("toString")).toBeUndefined();
+  });
+
+  it("skips an entry that breaks the registry's rules and keeps the rest", () => {
+    const merged = mergeModels(config.models, [
+      reg({ id: "__proto__", model: "__proto__" }),
+      reg({ id: "bad-role", role: "leader" as never }),
+      reg({ id: "bad-model", model: "a b" }),
+      reg({ id: "ok" }),
+    ]);
+    expect(Object.keys(merged)).toEqual(["m"]);
+    expect(merged.m!.decode.map((e) => e.name)).toEqual(["d", "ok"]);
+  });
+});

@@ -1,0 +1,66 @@
+// Sends a streamed Generate's response head as soon as the PD decision is made, instead of
+// when the first message is ready (connect-es waits for the first message so the handler can
+// still set headers). Why: `wrangler dev` and workerd pass a client's disconnect on only once
+// the response head was sent, so without this a client that leaves during a long prefill is
+// not seen until decode's first frame, and the decode leg runs for nobody. After the head,
+// errors travel where streaming errors always do: the Connect end-of-stream message or the
+// gRPC-web trailer frame (x-gateway-error-code in their metadata).
+//
+// The handler opens the latch (generate.ts, at the decision); the router races it against
+// connect-es's own response. Cancelling the body we hand out counts as the client leaving.
+import { createContextKey } from "@connectrpc/connect";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+
+/** Opened by the handler with its response headers once they are final. */
+export class HeadLatch {
+  readonly opened: Promise<Headers>;
+  private resolve!: (header: Headers) => void;
+  constructor() {
+    this.opened = new Promise((r) => (this.resolve = r));
+  }
+  open(header: Headers): void {
+    this.resolve(header);
+  }
+}
+
+export const headLatchKey = createContextKey<HeadLatch | undefined>(undefined, { description: "early response head" });
+
+/** connect-es's response when it comes first; otherwise a response whose head is the latch's
+ *  headers and whose body relays connect-es's body when it comes. `onCancel` runs when the
+ *  body is cancelled (the client went away). */
+export async function respondEarly(
+  responding: Promise<UniversalServerResponse>,
+  latch: HeadLatch,
+  onCancel: (reason: unknown) => void,
+): Promise<Response> {
+  const first = await Promise.race([responding.then((r) => ({ r })), latch.opened.then(() => undefined)]);
+  if (first) return universalServerResponseToFetch(first.r);
+  const header = new Headers(await latch.opened);
+  let iterator: AsyncIterator<Uint8Array> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        iterator ??= bodyOf(await responding)[Symbol.asyncIterator]();
+        const r = await iterator.next();
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      } catch (err) {
+        controller.error(err);
+      }
+    },
+    async cancel(reason) {
+      onCancel(reason);
+      // Closing connect-es's iterator ends the handler's generator (and its legs).
+      const it = iterator ?? bodyOf(await responding.catch(() => undefined))[Symbol.asyncIterator]();
+      await it.return?.().catch(() => undefined);
+    },
+  });
+  return new Response(body, { status: 200, headers: header });
+}
+
+function bodyOf(r: UniversalServerResponse | undefined): AsyncIterable<Uint8Array> {
+  const b = r?.body;
+  if (b && typeof b === "object" && Symbol.asyncIterator in b) return b as AsyncIterable<Uint8Array>;
+  return (async function* () {})();
+}

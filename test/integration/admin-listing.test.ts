@@ -1,0 +1,89 @@
+// GET /admin/engines (issue 16 item 8): config engines and registry engines alike, each with
+// its source, shared health and breaker state, and this isolate's breaker and in-flight count.
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { adminGateway, clearRegistry, deleteAlarm, registry } from "../support/admin.js";
+import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
+import { FAST, generate, MODEL, pairConfig, pairSpecs } from "../support/pd-fixtures.js";
+
+interface Listed {
+  source: "config" | "registry";
+  id: string;
+  model: string;
+  role: string;
+  url: string;
+  status: string;
+  health: { status: string } | null;
+  breaker: { state: string } | null;
+  isolate: { breaker: string | null; in_flight: number };
+}
+
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await startTestCluster({ engines: [...pairSpecs(), { name: "d2", role: "decode", kvConnector: "NixlConnector", model: MODEL, latency: FAST }] });
+});
+afterAll(async () => {
+  await cluster.close();
+});
+afterEach(async () => {
+  await clearRegistry();
+  await deleteAlarm();
+});
+
+const config = () => ({
+  ...pairConfig(cluster, { deferredAbortMaxMs: 100 }),
+  registry: { allowed_hosts: ["127.0.0.1"] },
+  breaker: { failure_threshold: 1, success_threshold: 1, timeout_secs: 60 },
+  health: { interval_secs: 60, failure_threshold: 1, success_threshold: 1 },
+});
+const list = async (gw: ReturnType<typeof adminGateway>, query = "") =>
+  ((await (await gw.admin("GET", `/admin/engines${query}`)).json()) as { engines: Listed[] }).engines;
+
+it("lists config and registry engines, each with source, health, shared and isolate breaker, in-flight", async () => {
+  const gw = adminGateway(config());
+  expect((await gw.admin("POST", "/admin/engines", { name: "reg-d2", model: MODEL, role: "decode", url: cluster.url("d2") })).status).toBe(201);
+  await registry().runHealthChecks(undefined);
+
+  const engines = await list(gw);
+  expect(engines.map((e) => [e.source, e.id, e.role])).toEqual([
+    ["config", "prefill", "prefill"],
+    ["config", "decode", "decode"],
+    ["registry", "reg-d2", "decode"],
+  ]);
+  const prefill = engines[0]!;
+  expect(prefill).toMatchObject({ model: MODEL, url: cluster.url("prefill"), status: "active", breaker: null, isolate: { breaker: null, in_flight: 0 } });
+  expect(prefill.health?.status).toBe("ready");
+  expect(engines[2]!.health?.status).toBe("ready");
+
+  expect((await list(gw, "?source=config")).map((e) => e.id)).toEqual(["prefill", "decode"]);
+  expect((await list(gw, "?source=registry")).map((e) => e.id)).toEqual(["reg-d2"]);
+  expect(await list(gw, "?model=other")).toEqual([]);
+  const bad = await gw.admin("GET", "/admin/engines?source=elsewhere");
+  expect(bad.status).toBe(400);
+  expect(((await bad.json()) as { error: { param: string } }).error.param).toBe("source");
+});
+
+it("shows a request in flight on this isolate, and this isolate's breaker next to the shared one", async () => {
+  const gw = adminGateway(config());
+  await cluster.setFaults("decode", { hang: true });
+  const controller = new AbortController();
+  const running = generate(gw, { requestId: "inflight", input: { case: "text", value: "hello" }, stream: true }, { signal: controller.signal });
+  await eventually(async () => {
+    const decode = (await list(gw, "?source=config")).find((e) => e.id === "decode")!;
+    expect(decode.isolate.in_flight).toBe(1);
+  });
+  controller.abort();
+  await running;
+  await cluster.setFaults("decode", []);
+  await gw.settle();
+
+  // A failing decode opens this isolate's breaker at once (threshold 1); the shared one follows
+  // when the batched outcome report lands.
+  await cluster.setFaults("decode", { failStart: { code: "unavailable" }, count: 1 });
+  await generate(gw, { requestId: "fails", input: { case: "text", value: "hello" } });
+  const now = (await list(gw, "?source=config")).find((e) => e.id === "decode")!;
+  expect(now.isolate).toEqual({ breaker: "open", in_flight: 0 });
+  await gw.settle();
+  const later = (await list(gw, "?source=config")).find((e) => e.id === "decode")!;
+  expect(later.breaker?.state).toBe("open");
+  await cluster.setFaults("decode", []);
+});

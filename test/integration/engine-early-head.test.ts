@@ -1,0 +1,65 @@
+// Streamed Generate sends its response head at the PD decision (issue 15 item 8), so a client
+// that leaves during prefill is seen: the prefill leg gets its Abort and decode is never sent.
+// Errors after the head travel in the end-of-stream message / trailer frame.
+import { afterEach, expect, it } from "vitest";
+import { testGateway } from "../support/gateway.js";
+import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
+import { MODEL, pairConfig, pairSpecs } from "../support/pd-fixtures.js";
+import { decodeStream, envelope, GENERATE_URL, generateRequest } from "../support/engine-wire.js";
+
+let cluster: TestCluster | undefined;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = undefined;
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** 200 prompt tokens at 10 ms each: a 2 s prefill. */
+const SLOW_PREFILL = { perPromptTokenMs: 10, perOutputTokenMs: 0.5, perBlockPullMs: 0.01 };
+const longPrompt = (id: string) => generateRequest({ requestId: id, input: { case: "tokenized", value: { inputIds: Array.from({ length: 200 }, (_, i) => 100 + i) } }, stream: true });
+
+for (const [protocol, contentType] of [["Connect", "application/connect+proto"], ["gRPC-web", "application/grpc-web+proto"]] as const) {
+  it(`${protocol}: the head arrives during a 2 s prefill; a client that leaves then aborts prefill within 1 s and decode is never called`, async () => {
+    cluster = await startTestCluster({ engines: pairSpecs({ latency: SLOW_PREFILL }) });
+    const gw = testGateway(pairConfig(cluster));
+    const started = Date.now();
+    const res = await gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": contentType, "x-model": MODEL }, body: envelope(0, longPrompt("leaver")) });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-pd-prefill")).toBe("ran");
+    expect((await cluster.stats("prefill")).activeRequests).toBe(1);
+
+    const leftAt = Date.now();
+    await res.body!.cancel(); // the client goes away (no request signal involved)
+    await eventually(async () => expect((await cluster!.stats("prefill")).abortedRequestIds).toEqual(["leaver"]), 1_000);
+    expect(Date.now() - leftAt).toBeLessThan(1_000);
+    await sleep(Math.max(0, started + 2_500 - Date.now())); // past the prefill's own end
+    await gw.settle();
+    expect((await cluster.stats("decode")).generateRequests).toBe(0);
+    expect(gw.metrics.ofType("request")).toMatchObject([{ status: 499, errorCode: "client_cancelled" }]);
+  });
+}
+
+it("an error after the head travels in the end-of-stream message with x-gateway-error-code in its metadata", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("decode", { failStart: { code: "unavailable", message: "decode down" } });
+  const gw = testGateway(pairConfig(cluster));
+  const res = await gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": "application/connect+proto", "x-model": MODEL }, body: envelope(0, longPrompt("late-error")) });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("x-pd-prefill")).toBe("ran");
+  const { end } = await decodeStream(new Uint8Array(await res.arrayBuffer()), 0x02);
+  const endStream = JSON.parse(end!) as { error: { code: string; message: string }; metadata: Record<string, string[]> };
+  expect(endStream.error.code).toBe("unavailable");
+  expect(endStream.metadata["x-gateway-error-code"]).toEqual(["decode_worker_failed_to_start"]);
+});
+
+it("a normal streamed Generate still completes with the head sent early", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  const gw = testGateway(pairConfig(cluster));
+  const res = await gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": "application/grpc-web+proto", "x-model": MODEL }, body: envelope(0, longPrompt("fine")) });
+  const { messages, end } = await decodeStream(new Uint8Array(await res.arrayBuffer()), 0x80);
+  expect(end).toMatch(/grpc-status:\s*0/);
+  expect(messages.some((m) => m.response.case === "complete")).toBe(true);
+  await gw.settle();
+  expect((await cluster.stats("prefill")).abortsReceived).toBe(0);
+});
