@@ -34,7 +34,7 @@ export function registryPlan(config: Pick<LoadedConfig, "models" | "health" | "b
 export function probeTargets(plan: RegistryPlan, registry: readonly RegistryEngine[]): ProbeTarget[] {
   const out = new Map(plan.configEngines.map((t) => [t.name, t]));
   for (const e of registry) {
-    if (e.status === "active" && !out.has(e.id)) out.set(e.id, { name: e.id, url: e.url, transport: e.transport });
+    if (e.status === "active" && !out.has(e.id)) out.set(e.id, { name: e.id, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
   }
   return [...out.values()];
 }

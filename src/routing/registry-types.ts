@@ -16,6 +16,8 @@ export interface EngineOverrides {
   dp_rank?: number;
   dp_size?: number;
   bootstrap_port?: number;
+  /** The Worker binding (Workers VPC) every request to the engine goes through. */
+  binding?: string;
 }
 
 /** What registration learned from the engine (GetModelInfo + GetServerInfo, or /v1/models),

@@ -84,3 +84,36 @@ it("an engine naming a binding the Worker lacks: /health is 503 naming the field
   expect(res.status).toBe(502);
   expect(((await res.json()) as { error: { message: string } }).error.message).toContain("names the binding VLLM_PRIVATE");
 });
+
+describe("engines registered at run time behind the binding", () => {
+  it("allowed_hosts covers the private URL; discovery and traffic go through the binding; a missing binding is a 400", async () => {
+    const { adminGateway, clearRegistry } = await import("../support/admin.js");
+    await clearRegistry();
+    cluster = await startTestCluster({ engines: pairSpecs() });
+    const vpc = standInBinding(cluster);
+    const gw = adminGateway(
+      {
+        models: { [MODEL]: { prefill: [privateEngine("prefill", "connect")], decode: [] } },
+        registry: { allowed_hosts: ["decode.internal"], snapshot_ttl_ms: 0 },
+        pd: { engine_info_ttl_ms: 0 },
+      },
+      { env: { VLLM_PRIVATE: vpc.binding } },
+    );
+    const outside = await gw.admin("POST", "/admin/engines", { name: "p2", url: "http://prefill.internal:8000", binding: "VLLM_PRIVATE", model: MODEL, role: "prefill" });
+    expect(outside.status).toBeGreaterThanOrEqual(400);
+    expect(((await outside.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "url" });
+    const missing = await gw.admin("POST", "/admin/engines", { name: "d9", url: "http://decode.internal:8000", binding: "NOPE", model: MODEL, role: "decode" });
+    expect(missing.status).toBe(400);
+    expect(((await missing.json()) as { error: { param: string } }).error.param).toBe("binding");
+    const created = await gw.admin("POST", "/admin/engines", { name: "d-private", url: "http://decode.internal:8000", binding: "VLLM_PRIVATE", model: MODEL, role: "decode" });
+    expect(created.status).toBe(201);
+    expect(vpc.seen).toEqual(expect.arrayContaining(["decode.internal/vllm.grpc.engine.VllmEngine/GetServerInfo"]));
+    const { eventually } = await import("../support/sim.js");
+    await eventually(async () => {
+      const out = await generate(gw, { requestId: `reg-vpc-${Date.now()}`, input: { case: "text", value: "registered behind vpc" }, samplingParams: { maxTokens: 3 } });
+      expect(out.error).toBeUndefined();
+    }, 10_000, 50);
+    expect(vpc.seen).toContain("decode.internal/vllm.grpc.engine.VllmEngine/Generate");
+    await clearRegistry();
+  });
+});

@@ -16,9 +16,9 @@ export interface AdminGateway extends TestGateway {
 }
 
 /** `adminToken: null` leaves the ADMIN_TOKEN secret unset (the admin API is then off). */
-export function adminGateway(config: unknown, opts: { adminToken?: string | null; registry?: boolean } = {}): AdminGateway {
+export function adminGateway(config: unknown, opts: { adminToken?: string | null; registry?: boolean; env?: Record<string, unknown> } = {}): AdminGateway {
   const token = opts.adminToken === undefined ? ADMIN_TOKEN : opts.adminToken;
-  const extra: Record<string, unknown> = { ...env, ADMIN_TOKEN: token ?? undefined };
+  const extra: Record<string, unknown> = { ...env, ...opts.env, ADMIN_TOKEN: token ?? undefined };
   if (opts.registry === false) delete extra.REGISTRY;
   const gw = testGateway(config, extra);
   return {
