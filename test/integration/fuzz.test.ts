@@ -17,6 +17,9 @@ beforeAll(async () => {
     engines: [
       ...pairSpecs({ latency: ZERO }, { latency: ZERO }),
       { name: "http-prefill", role: "prefill", kvConnector: "NixlConnector", model: "mh", port: 0, latency: ZERO },
+      // Qwen3 engines serve the real tokenizer bundle: OpenAI requests to "mq" are tokenized at the edge.
+      { name: "q-prefill", role: "prefill", kvConnector: "NixlConnector", kvEngineId: "q-prefill", model: "fuzz-qwen3", port: 0, latency: ZERO },
+      { name: "q-decode", role: "decode", kvConnector: "NixlConnector", kvEngineId: "q-decode", model: "fuzz-qwen3", port: 0, latency: ZERO },
       { name: "http-decode", role: "decode", kvConnector: "NixlConnector", model: "mh", port: 0, latency: ZERO },
     ],
   });
@@ -29,6 +32,10 @@ beforeAll(async () => {
       mh: {
         prefill: [{ name: "http-prefill", url: cluster.url("http-prefill"), transport: "openai-http", kv_connector: "NixlConnector" }],
         decode: [{ name: "http-decode", url: cluster.url("http-decode"), transport: "openai-http" }],
+      },
+      mq: {
+        prefill: [{ name: "q-prefill", url: cluster.url("q-prefill") }],
+        decode: [{ name: "q-decode", url: cluster.url("q-decode") }],
       },
     },
   });
@@ -73,7 +80,9 @@ const hostileValue = fc.oneof(
 );
 const chatBody = fc.record(
   {
-    model: fc.oneof(fc.constant("mh"), fc.constant(MODEL), hostileValue),
+    // "mh": OpenAI HTTP engines; "mq": VllmEngine engines, tokenized at the edge. MODEL ("m")
+    // has VllmEngine engines without GetTokenizer: an engine-side 502, not a client error.
+    model: fc.oneof(fc.constant("mh"), fc.constant("mq"), hostileValue),
     messages: fc.oneof(fc.constant([{ role: "user", content: "hi" }]), fc.array(fc.record({ role: hostileValue, content: hostileValue }), { maxLength: 3 }), hostileValue),
     n: hostileValue,
     max_tokens: fc.oneof(fc.integer({ min: -5, max: 40 }), hostileValue),

@@ -1,0 +1,101 @@
+// A client that closes a streamed Connect Generate while a 2 s prefill runs, against a real
+// workerd (its own socket, and through wrangler dev's proxy): what is seen when.
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startCluster } from "../../sim/cluster.js";
+import type { RunningCluster } from "../../sim/types.js";
+import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
+import { entryPort } from "../../bench/targets.js";
+
+let cluster: RunningCluster;
+let gateway: WranglerDev;
+const PROMPT_TOKENS = 500;
+/** 4 ms per prompt token: a 2 s prefill for the prompt below; 10 ms per output token: decode still runs when the close is seen. */
+const SLOW_PREFILL = { perPromptTokenMs: 4, perOutputTokenMs: 10, perBlockPullMs: 0.01 };
+
+beforeAll(async () => {
+  cluster = await startCluster({
+    engines: [
+      { name: "prefill", role: "prefill", kvConnector: "NixlConnector", kvEngineId: "p", model: "m", port: 0, latency: SLOW_PREFILL },
+      { name: "decode", role: "decode", kvConnector: "NixlConnector", kvEngineId: "d", model: "m", port: 0, latency: SLOW_PREFILL },
+    ],
+  });
+  gateway = await startWranglerDev({
+    auth: { data_plane: "open" },
+    models: { m: { prefill: [{ name: "prefill", url: cluster.engine("prefill").url }], decode: [{ name: "decode", url: cluster.engine("decode").url }] } },
+    pd: { engine_info_ttl_ms: 0 },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await cluster?.close();
+});
+
+function envelope(message: unknown): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(message));
+  const out = new Uint8Array(5 + json.length);
+  new DataView(out.buffer).setUint32(1, json.length);
+  out.set(json, 5);
+  return out;
+}
+
+async function stats(engine: string) {
+  return (await (await fetch(`${cluster.engine(engine).url}/sim/stats`)).json()) as { abortedRequestIds: string[]; generateRequests: number };
+}
+
+async function closeDuringPrefill(base: string, requestId: string) {
+  const client = new AbortController();
+  const res = await fetch(`${base}/vllm.grpc.engine.VllmEngine/Generate`, {
+    method: "POST",
+    headers: { "content-type": "application/connect+json", "x-model": "m" },
+    body: envelope({ request_id: requestId, tokenized: { input_ids: Array.from({ length: PROMPT_TOKENS }, (_, i) => 100 + i) }, stream: true, sampling_params: { max_tokens: 300, ignore_eos: true } }),
+    signal: client.signal,
+  });
+  // The head came before the 2 s prefill finished, with the PD decision in it.
+  expect(res.headers.get("x-pd-prefill")).toBe("ran");
+  await new Promise((r) => setTimeout(r, 300));
+  const closedAt = Date.now();
+  client.abort();
+  let abortedAfterMs: number | undefined;
+  while (Date.now() - closedAt < 3_000) {
+    if ((await stats("prefill")).abortedRequestIds.includes(requestId)) {
+      abortedAfterMs = Date.now() - closedAt;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  // Long enough for the prefill to have finished and decode to have been sent, had it been.
+  await new Promise((r) => setTimeout(r, 2_500));
+  return { abortedAfterMs, decodeRequests: (await stats("decode")).generateRequests };
+}
+
+// Measured here (workerd 2026-04-26 via wrangler 4.86): a client's normal close is passed on
+// only once the Worker writes body bytes, on workerd's own socket and through wrangler dev's
+// proxy alike, and a streamed Generate has none to write until decode's first frame, although
+// its head went out at the PD decision. So locally the prefill runs to its end, decode is
+// dispatched with the handoff, and the close is seen at decode's first frame: decode is
+// aborted then and nothing stays pinned. These tests pin that down so a runtime that passes
+// the close on earlier shows up (docs/operations.md, "When a client disconnect is seen").
+it.each(["workerd", "wrangler dev"] as const)("through %s: the close is seen at decode's first frame; decode is aborted and nothing stays pinned", async (via) => {
+  let base = gateway.url;
+  if (via === "workerd") {
+    const worker = gateway.workerd().worker;
+    expect(worker).toBeDefined();
+    base = `http://127.0.0.1:${await entryPort(worker!, "/health")}`;
+  }
+  const id = `leaves-${via.replace(" ", "-")}`;
+  const out = await closeDuringPrefill(base, id);
+  expect(out.abortedAfterMs).toBeUndefined();
+  const deadline = Date.now() + 5_000;
+  let decode = await statsFull("decode");
+  while (!decode.abortedRequestIds.includes(id) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    decode = await statsFull("decode");
+  }
+  expect(decode.abortedRequestIds).toContain(id);
+  expect((await statsFull("prefill")).blocksPinned).toBe(0);
+}, 60_000);
+
+async function statsFull(engine: string) {
+  return (await (await fetch(`${cluster.engine(engine).url}/sim/stats`)).json()) as { abortedRequestIds: string[]; blocksPinned: number };
+}
