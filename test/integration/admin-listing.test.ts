@@ -87,3 +87,13 @@ it("shows a request in flight on this isolate, and this isolate's breaker next t
   expect(later.breaker?.state).toBe("open");
   await cluster.setFaults("decode", []);
 });
+
+it("shows the models whose engines disagree on their tokenizer bundle (none here)", async () => {
+  const gw = adminGateway(config());
+  const body = (await (await gw.admin("GET", "/admin/engines")).json()) as { tokenizer_conflicts: unknown[] };
+  expect(body.tokenizer_conflicts).toEqual([]);
+  // The isolate's evidence feeds the view: one model whose two engines served different bundles.
+  (gw.isolate.tokenizers as unknown as { served: Map<string, Map<string, string>> }).served.set("m", new Map([["d1", "a".repeat(64)], ["d2", "b".repeat(64)]]));
+  const after = (await (await gw.admin("GET", "/admin/engines")).json()) as { tokenizer_conflicts: unknown[] };
+  expect(after.tokenizer_conflicts).toEqual([{ model: "m", engines: [{ engine: "d1", sha256: "a".repeat(64) }, { engine: "d2", sha256: "b".repeat(64) }] }]);
+});

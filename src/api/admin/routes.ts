@@ -123,7 +123,10 @@ export function adminRoutes() {
       if (source !== "config") {
         for (const s of await stub.list(model)) engines.push(engineView(s, gw.config.breaker, isolate));
       }
-      return c.json({ engines });
+      // Engines of one model that serve different tokenizer bundles (seen by this isolate):
+      // a config error, since the gateway tokenizes once for all of them.
+      const tokenizerConflicts = gw.isolate.tokenizers.conflicts().filter((x) => model === undefined || x.model === model);
+      return c.json({ engines, tokenizer_conflicts: tokenizerConflicts });
     }),
   );
 
