@@ -84,3 +84,16 @@ it("a client-caused rejection (4xx) is neither failed over nor retried; the reje
   expect(await generates(cluster, "prefill")).toBe(1);
   await eventually(() => expectNoPinnedBlocks(cluster!), 2_000);
 });
+
+it("a truncated decode answer: failed over with the same handoff, nothing left pinned", async () => {
+  cluster = await startTestCluster({ engines: [spec("prefill", "prefill"), spec("d0", "decode"), spec("d1", "decode")] });
+  await cluster.setFaults("d0", { malformedResponse: "truncated" });
+  const gw = testGateway(config(cluster, [{ name: "d0" }, { name: "d1" }]));
+  for (let i = 0; i < 3; i++) {
+    const out = await generate(gw, { requestId: `fo-trunc-${i}`, input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 4 } });
+    expect(out.error).toBeUndefined();
+  }
+  expect(await generates(cluster, "prefill")).toBe(3);
+  await gw.settle();
+  await eventually(() => expectNoPinnedBlocks(cluster!), 2_000);
+});

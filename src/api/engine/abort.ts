@@ -2,14 +2,13 @@
 // with the caller's own data-plane credential: engine-side request ids carry the credential's
 // tag (routing/client-requests.ts), so even an Abort fanned out to engines by id cannot end
 // another key's request. Bounded: at most MAX_ABORT_IDS ids per call, sent only to engines of
-// the model in `x-model`, a few RPCs at a time.
+// the model in `x-model`, one RPC per engine carrying all its ids, a few RPCs at a time.
 import { Code, type HandlerContext } from "@connectrpc/connect";
 import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { GatewayError } from "../../core/errors.js";
 import type { EngineTarget } from "../../core/types.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
-import { toConnectError } from "./errors.js";
 import { gatewayOf } from "./gateway-of.js";
 
 export const MAX_ABORT_IDS = 64;
@@ -17,34 +16,35 @@ const ABORT_CONCURRENCY = 8;
 const ABORT_TIMEOUT_MS = 5_000;
 
 export async function abort(req: { requestIds: string[] }, ctx: HandlerContext): Promise<Record<string, never>> {
-  try {
-    const gw = gatewayOf(ctx);
-    const model = ctx.requestHeader.get("x-model");
-    if (!model) throw new GatewayError("model_required", 400, "x-model: header required for Abort (it names the engines to reach)", Code.InvalidArgument, "x-model");
-    if (req.requestIds.length > MAX_ABORT_IDS) {
-      throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
-    }
-    const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
-    if (!pools) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
-    const modelEngines = [...pools.prefill, ...pools.decode, ...pools.regular].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
-    const sends: { engine: EngineTarget; id: string }[] = [];
-    for (const clientId of new Set(req.requestIds)) {
-      // Served here: its legs, under the running attempt's id. Elsewhere (another isolate, or
-      // already over): every engine of the model, under the caller's own scoped id.
-      const here = gw.isolate.clientRequests.serving(clientId, gw.owner);
-      const id = here?.engineRequestId ?? engineRequestIdFor(gw.owner, clientId);
-      for (const engine of here?.engines ?? modelEngines) sends.push({ engine, id });
-    }
-    await inBatches(sends, ABORT_CONCURRENCY, ({ engine, id }) =>
-      vllmEngineClient(engine)
-        .abort({ requestIds: [id] }, { timeoutMs: ABORT_TIMEOUT_MS })
-        .then(() => undefined)
-        .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestId: id, error: String(err) }))),
-    );
-    return {};
-  } catch (err) {
-    throw toConnectError(err);
+  const gw = gatewayOf(ctx);
+  const model = ctx.requestHeader.get("x-model");
+  if (!model) throw new GatewayError("model_required", 400, "x-model: header required for Abort (it names the engines to reach)", Code.InvalidArgument, "x-model");
+  if (req.requestIds.length > MAX_ABORT_IDS) {
+    throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
   }
+  const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
+  if (!pools) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
+  const modelEngines = [...pools.prefill, ...pools.decode, ...pools.regular].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
+  // One RPC per engine with all the ids meant for it (the Abort message takes a list).
+  const byEngine = new Map<string, { engine: EngineTarget; ids: string[] }>();
+  for (const clientId of new Set(req.requestIds)) {
+    // Served here: its legs, under the running attempt's id. Elsewhere (another isolate, or
+    // already over): every engine of the model, under the caller's own scoped id.
+    const here = gw.isolate.clientRequests.serving(clientId, gw.owner);
+    const id = here?.engineRequestId ?? engineRequestIdFor(gw.owner, clientId);
+    for (const engine of here?.engines ?? modelEngines) {
+      const entry = byEngine.get(engine.name) ?? { engine, ids: [] };
+      entry.ids.push(id);
+      byEngine.set(engine.name, entry);
+    }
+  }
+  await inBatches([...byEngine.values()], ABORT_CONCURRENCY, ({ engine, ids }) =>
+    vllmEngineClient(engine)
+      .abort({ requestIds: ids }, { timeoutMs: ABORT_TIMEOUT_MS })
+      .then(() => undefined)
+      .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestIds: ids.length, error: String(err) }))),
+  );
+  return {};
 }
 
 async function inBatches<T>(items: readonly T[], width: number, run: (item: T) => Promise<void>): Promise<void> {

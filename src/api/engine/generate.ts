@@ -69,10 +69,10 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
       if (!completed) stream.cancel();
     }
   } catch (err) {
-    const ce = toConnectError(err);
-    status = err instanceof GatewayError ? err.status : httpStatusForCode(ce.code);
+    // Recorded here; turned into the client's ConnectError by gatewayErrorInterceptor.
+    status = err instanceof GatewayError ? err.status : httpStatusForCode(toConnectError(err).code);
     errorCode = errorCodeOf(err);
-    throw ce;
+    throw err;
   } finally {
     if (gw.clientSignal.aborted && errorCode === undefined && !completed) {
       status = 499;

@@ -14,6 +14,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { gatewayContextKey, type GatewayContext } from "../../context.js";
 import { engineService } from "./service.js";
+import { gatewayErrorInterceptor } from "./errors.js";
 import { checkProtoBody } from "./body-check.js";
 import { gzip } from "./compression.js";
 import { acceptedContentTypes, wireFormatOf } from "./content-types.js";
@@ -29,7 +30,7 @@ let handlers: { maxBytes: number; byPath: Map<string, UniversalHandler> } | unde
 function handlersFor(maxBytes: number) {
   if (!handlers || handlers.maxBytes !== maxBytes) {
     const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true, readMaxBytes: maxBytes, acceptCompression: [gzip] });
-    router.service(VllmEngine, engineService);
+    router.service(VllmEngine, engineService, { interceptors: [gatewayErrorInterceptor] });
     handlers = { maxBytes, byPath: new Map(router.handlers.map((h) => [h.requestPath, h])) };
   }
   return handlers.byPath;

@@ -9,7 +9,6 @@ import { GatewayError } from "../../core/errors.js";
 import { noEngineError } from "../../routing/pipeline.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import { abort } from "./abort.js";
-import { toConnectError } from "./errors.js";
 import { gatewayOf, modelOf } from "./gateway-of.js";
 import { generate } from "./generate.js";
 import { checkEngineHealth } from "./health.js";
@@ -27,13 +26,9 @@ function infoEngine(ctx: HandlerContext): EngineConfig {
 
 function proxied<K extends "getModelInfo" | "getServerInfo" | "getLoads">(method: K) {
   return async (req: Parameters<ServiceImpl<typeof VllmEngine>[K]>[0], ctx: HandlerContext) => {
-    try {
-      const client = vllmEngineClient(infoEngine(ctx));
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      return await (client[method] as any)(req, { signal: ctx.signal, timeoutMs: 10_000 });
-    } catch (err) {
-      throw toConnectError(err);
-    }
+    const client = vllmEngineClient(infoEngine(ctx));
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return (client[method] as any)(req, { signal: ctx.signal, timeoutMs: 10_000 });
   };
 }
 
