@@ -256,7 +256,7 @@ ${rows.join("\n")}
 
 Crossover (the shortest length from which PD's p50 TTFT stays below decode-only's): **${r.crossover ?? `none up to ${DECIDER_LENGTHS.at(-1)} tokens`}**.${r.crossover === null ? " In the sim's latency model a prompt costs the same 0.05 ms per token on either engine and engines do not contend (no batching, no interference between a long prefill and running decodes), so PD can only add: the prefill round trip, the pull (2 ms + 0.01 ms per 16-token block) and the gateway's second leg. On real engines the case for PD is decode interference under load, which the sim does not model; measure the curve there." : ""}
 
-Mixed workload: ${r.mixed.lengths.length} prompts drawn log-uniform over 64..8192 tokens (seed ${r.mixed.seed}, ${total} prompt tokens in all), one at a time, the configurations interleaved request by request. p99 of ${r.mixed.lengths.length} samples is the slowest but one at most (nearest rank). GPU work: prompt tokens computed (\`/sim/stats\` promptTokensComputed deltas).
+Mixed workload: ${r.mixed.lengths.length} prompts drawn log-uniform over 64..8192 tokens (seed ${r.mixed.seed}, ${total} prompt tokens in all), one at a time, the configurations interleaved request by request. p99 is nearest-rank: of ${r.mixed.lengths.length} samples, the slowest. GPU work: prompt tokens computed (\`/sim/stats\` promptTokensComputed deltas).
 
 | configuration | requests | prefill leg ran | TTFT p50 ms | TTFT p99 ms | prefill prompt tokens computed | decode prompt tokens computed | errors |
 |---|---|---|---|---|---|---|---|
