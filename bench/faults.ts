@@ -10,6 +10,8 @@
 // Bounded in count and time (< 3 min in all); only 127.0.0.1 is contacted. Writes
 // bench/results/faults.json, the "Faults" section of docs/benchmarks.md and the measured
 // figures in docs/operations.md ("KV handoffs per failure"). Targets are reported, never tuned.
+//   npm run bench:faults -- --only 4,5   only the scenarios whose ids start with 4 or 5 (results
+//   to a temp file, docs left alone)
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -25,6 +27,10 @@ import { CpuMeter, machineBusyCores } from "./proc.js";
 import { prompt } from "./setup.js";
 import { median, percentile, round } from "./stats.js";
 import { entryPort, startSim, type SimProcess } from "./targets.js";
+
+/** `--only 2,5`: run the scenarios whose ids start with these (results go to a temp file). */
+const onlyAt = process.argv.indexOf("--only");
+const ONLY = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",").filter(Boolean) : undefined;
 
 const KEY_A = "bench-faults-key-a"; // the Abort flooder
 const KEY_B = "bench-faults-key-b"; // the other tenant
@@ -207,6 +213,21 @@ interface ScenarioResult {
   expectations: { target: string; met: boolean; figure: string }[];
   notes: string[];
   flood?: FloodFigures;
+  /** wrangler dev's log over the scenario: warnings and errors, grouped (digits folded). */
+  gatewayWarnings?: { count: number; first: string }[];
+}
+
+function warnings(text: string): { count: number; first: string }[] {
+  const kinds = new Map<string, { count: number; first: string }>();
+  for (const raw of text.replace(/\x1b\[[0-9;]*m/g, "").split("\n")) {
+    const line = raw.trim();
+    if (!/warn|error|fail|broken/i.test(line) || /Request\.cf|ENOTFOUND|Scheduled Workers/.test(line)) continue;
+    const kind = line.replace(/"requestId":"[^"]*"|"url":"[^"]*"|\d+/g, "#").slice(0, 200);
+    const k = kinds.get(kind);
+    if (k) k.count++;
+    else kinds.set(kind, { count: 1, first: line.slice(0, 600) });
+  }
+  return [...kinds.values()].sort((a, b) => b.count - a.count).slice(0, 12);
 }
 
 interface FloodFigures {
@@ -477,7 +498,7 @@ async function main(): Promise<void> {
           while (!stop && calls < FLOOD_MAX_CALLS) {
             calls++;
             const around = ids.seq;
-            const requestIds = Array.from({ length: ABORT_IDS_PER_CALL }, (_, k) => `b-flood-${Math.max(0, around - 32 + k)}`);
+            const requestIds = Array.from({ length: ABORT_IDS_PER_CALL }, (_, k) => `b-flood-${around - 32 + k}`);
             const t = performance.now();
             try {
               await engineClient(base).abort({ requestIds }, { headers: { "x-model": "m-s5p", authorization: `Bearer ${KEY_A}` }, timeoutMs: 30_000 });
@@ -519,22 +540,27 @@ async function main(): Promise<void> {
     },
   ];
 
+  const only = ONLY;
   const results: ScenarioResult[] = [];
   const deadline = t0 + 170_000;
   for (const s of scenarios) {
+    if (only && !only.some((o) => s.id.startsWith(o))) continue;
     if (performance.now() > deadline) {
       log(`${s.id}: skipped (the run's 170 s budget is spent)`);
       continue;
     }
     log(`${s.id}: start (${s.title})`);
+    const mark = gw.log().length;
     try {
       const { outcome, notes, flood } = await s.run();
-      results.push(await finish(s, outcome, notes ?? [], flood, log));
+      const r = await finish(s, outcome, notes ?? [], flood, log);
+      r.gatewayWarnings = warnings(gw.log().slice(mark));
+      for (const w of r.gatewayWarnings.slice(0, 5)) log(`${s.id}:   gateway log: ${w.count} × ${w.first.slice(0, 200)}`);
+      results.push(r);
     } catch (err) {
       log(`${s.id}: FAILED: ${String((err as Error).stack ?? err).split("\n")[0]}`);
     }
   }
-  const logLines = gw.log().split("\n").filter((l) => /warn|error|fail/i.test(l) && !/Request\.cf|ENOTFOUND|Scheduled Workers/.test(l));
   const busyAfter = await machineBusyCores(1_000);
   destroyAgents();
   await runCleanups();
@@ -547,8 +573,13 @@ async function main(): Promise<void> {
     leaseMs: 30_000,
     settleMs: SETTLE_MS,
     scenarios: results,
-    gatewayLogWarnings: [...new Set(logLines.map((l) => l.slice(0, 300)))].slice(0, 40),
   };
+  if (only) {
+    const file = join(tmpdir(), `vllm-edge-faults-${Date.now()}.json`);
+    await writeFile(file, JSON.stringify(out, null, 2) + "\n");
+    log(`faults: partial run (--only): results in ${file}; bench/results and docs left alone`);
+    process.exit(0);
+  }
   await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/faults.json", JSON.stringify(out, null, 2) + "\n");
   await writeDocs(out);
