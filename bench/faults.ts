@@ -604,6 +604,16 @@ function replaceBlock(doc: string, start: string, end: string, block: string, in
 
 const errs = (e: Record<string, number>) => (Object.keys(e).length === 0 ? "none" : Object.entries(e).map(([k, v]) => `${v} × ${k}`).join("; "));
 
+/** What the figures say about the rows above them (only what this run measured). */
+function opsNotes(rs: ScenarioResult[]): string {
+  const notes: string[] = [];
+  const kill = rs.find((r) => r.id.startsWith("2-"));
+  if (kill && Object.keys(kill.errors).length > 0) notes.push(`The killed engine's errors are the streams it had already started (${Object.values(kill.errors).reduce((a, b) => a + b, 0)}): they had sent tokens and cannot move; every request it had not started failed over.`);
+  const trunc = rs.find((r) => r.id.startsWith("4-"));
+  if (trunc && trunc.handoffsLeftToExpire > 0) notes.push(`A truncated (malformed) decode answer is not failed over: the gateway cannot tell whether decode admitted the request, so its handoff waits for the lease (${trunc.handoffsLeftToExpire} of ${trunc.clientRequests} here, until the engine's breaker opened), although another decode engine was available.`);
+  return notes.length ? `\n${notes.join(" ")}\n` : "";
+}
+
 async function writeDocs(out: { date: string; durationS: number; machine: { cores: number; busyCoresBefore: number }; scenarios: ScenarioResult[] }): Promise<void> {
   const rows = out.scenarios.map((r) =>
     `| ${r.id} | ${r.surface} | ${r.clientRequests} | ${r.ok} | ${errs(r.errors)} | ${r.prefillRunsPerRequest} | ${r.handoffsLeftToExpire} (${r.handoffsPinnedAfter} pinned + ${r.leasesExpired} expired) | ${r.blocksPinnedAfter} | ${r.engineRequestsOpenAfter} | ${r.kvPullsCompleted} / ${r.transfersRejected} | ${r.expectations.every((e) => e.met) ? "all met" : `**missed**: ${r.expectations.filter((e) => !e.met).map((e) => `${e.target} (${e.figure})`).join("; ")}`} |`);
@@ -618,7 +628,7 @@ Abort flood, the other tenant (key B) alone, under key A's flood, and alone agai
 | under the flood | ${flood.underFlood.requests} | ${flood.underFlood.ok} | ${errs(flood.underFlood.errors)} | ${flood.underFlood.totalP50Ms} | ${flood.underFlood.totalP99Ms} | ${flood.underFlood.ttftP50Ms} | ${flood.underFlood.ttftP99Ms} |
 | alone again, after the flood | ${flood.aloneAfter.requests} | ${flood.aloneAfter.ok} | ${errs(flood.aloneAfter.errors)} | ${flood.aloneAfter.totalP50Ms} | ${flood.aloneAfter.totalP99Ms} | ${flood.aloneAfter.ttftP50Ms} | ${flood.aloneAfter.ttftP99Ms} |
 
-CPU over the ${FLOOD_SECONDS} s phases (utime+stime from /proc): key B alone, the gateway's workerd ${flood.cpu.alone.workerd ?? "?"} ms and the sim process ${flood.cpu.alone.sim ?? "?"} ms in ${flood.cpu.alone.wallMs} ms; under the flood ${flood.cpu.flood.workerd ?? "?"} ms and ${flood.cpu.flood.sim ?? "?"} ms in ${flood.cpu.flood.wallMs} ms.
+CPU (utime+stime from /proc) while key B ran alone: the gateway's workerd ${flood.cpu.alone.workerd ?? "?"} ms and the sim process (every engine) ${flood.cpu.alone.sim ?? "?"} ms in ${flood.cpu.alone.wallMs} ms of wall time; from the flood's start until its last call returned: ${flood.cpu.flood.workerd ?? "?"} ms and ${flood.cpu.flood.sim ?? "?"} ms in ${flood.cpu.flood.wallMs} ms. The load generator, the gateway and the sim share the 2 cores with other work, so the flood's CPU is taken from key B's requests here; in production A's Abort calls run in A's isolate, but the engines still receive every fanned-out RPC.
 
 Key A sent ${flood.abortCalls} Abort calls of ${flood.idsPerCall} ids (${FLOOD_CONCURRENCY} at a time; call p50 ${flood.abortCallP50Ms} ms; errors: ${errs(flood.abortCallErrors)}); the engines received ${flood.engineAbortRpcs} Abort RPCs for them (${round(flood.engineAbortRpcs / Math.max(1, flood.abortCalls), 1)} per call: every named id that A is not serving goes to every VllmEngine engine of the model, one RPC per id and engine). Key B's requests that ended aborted: ${flood.tenantAborted}.
 `
@@ -645,7 +655,7 @@ Measured by \`npm run bench:faults\` on ${out.date.slice(0, 10)} against the sim
 | failure | client requests | prefill runs / request | handoffs left to expire | blocks pinned 2 s after | engine requests open | client-visible errors |
 |---|---|---|---|---|---|---|
 ${opsRows.join("\n")}
-<!-- faults-figures:end -->`;
+${opsNotes(out.scenarios)}<!-- faults-figures:end -->`;
   let opsDoc = await readFile("docs/operations.md", "utf8");
   opsDoc = replaceBlock(opsDoc, "<!-- faults-figures:start -->", "<!-- faults-figures:end -->", ops, "## Error codes");
   await writeFile("docs/operations.md", opsDoc);
