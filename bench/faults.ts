@@ -657,7 +657,10 @@ Measured by \`npm run bench:faults\` on ${out.date.slice(0, 10)} against the sim
 ${opsRows.join("\n")}
 ${opsNotes(out.scenarios)}<!-- faults-figures:end -->`;
   let opsDoc = await readFile("docs/operations.md", "utf8");
-  opsDoc = replaceBlock(opsDoc, "<!-- faults-figures:start -->", "<!-- faults-figures:end -->", ops, "## Error codes");
+  // At the end of the section "KV handoffs per failure": before the next heading after it.
+  const kvSection = opsDoc.indexOf("## KV handoffs per failure");
+  const next = kvSection >= 0 ? opsDoc.indexOf("\n## ", kvSection + 3) : -1;
+  opsDoc = replaceBlock(opsDoc, "<!-- faults-figures:start -->", "<!-- faults-figures:end -->", ops, next >= 0 ? opsDoc.slice(next + 1, opsDoc.indexOf("\n", next + 1)) : undefined);
   await writeFile("docs/operations.md", opsDoc);
 }
 
