@@ -10,7 +10,7 @@ export class BodyTooLargeError extends Error {
 }
 
 /** The stream's bytes, at most `maxBytes`; beyond that the stream is cancelled and released. */
-export async function readBounded(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
+export async function readBounded(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -31,8 +31,9 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, maxBytes: 
   return concatBytes(chunks, size);
 }
 
-export function concatBytes(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1 && chunks[0]!.byteLength === size) return chunks[0]!;
+export function concatBytes(chunks: readonly Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
+  const only = chunks.length === 1 ? chunks[0]! : undefined;
+  if (only && only.byteLength === size && only.buffer instanceof ArrayBuffer) return only as Uint8Array<ArrayBuffer>;
   const out = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) {

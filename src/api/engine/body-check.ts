@@ -12,6 +12,7 @@ import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { reject } from "../../middleware/rejection.js";
 import { gzip } from "./compression.js";
 import { wireFormatOf, type WireFormat } from "./content-types.js";
+import { BodyTooLargeError, readBounded } from "../../core/body.js";
 
 const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
@@ -21,7 +22,7 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
   const format = wireFormatOf(request.headers.get("content-type"), method);
   // Unary JSON: nothing to unframe, and Connect reports bad JSON well.
   if (!format || (!format.enveloped && !format.binary)) return request;
-  const bytes = await readBounded(request, maxBytes);
+  const bytes = await readBody(request, maxBytes);
   if (bytes === undefined) return reject(request, 413, "body_too_large", `body: larger than ${maxBytes} bytes`);
   const encoding = encodingOf(request, format);
   const payloads = format.enveloped ? unframe(bytes) : [{ data: bytes, compressed: encoding !== undefined }];
@@ -64,28 +65,15 @@ function encodingOf(request: Request, format: WireFormat): string | undefined {
   return value && value !== "identity" ? value : undefined;
 }
 
-async function readBounded(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
+/** The body, at most `maxBytes` plus one envelope header; undefined when larger. */
+async function readBody(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
   if (!request.body) return new Uint8Array();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes + 5) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
+  try {
+    return await readBounded(request.body, maxBytes + 5);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return undefined;
+    throw err;
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
 }
 
 /** Flag bits a request envelope may carry: compressed (0x01) and end-stream (0x02 Connect,

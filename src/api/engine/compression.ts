@@ -5,6 +5,7 @@
 // responses are compressed when the client's accept-encoding header asks for gzip.
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
+import { BodyTooLargeError, readBounded } from "../../core/body.js";
 
 export const gzip: Compression = {
   name: "gzip",
@@ -23,24 +24,12 @@ export const gzip: Compression = {
 /** Runs bytes through a (de)compression stream, stopping once the output passes `maxBytes`
  *  (a small body must not inflate into an unbounded one). */
 async function transform(bytes: Uint8Array, stream: TransformStream<Uint8Array, Uint8Array>, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
-  const reader = new Response(bytes).body!.pipeThrough(stream).getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
+  try {
+    return await readBounded(new Response(bytes).body!.pipeThrough(stream), maxBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) {
       throw new ConnectError(`message is larger than configured readMaxBytes ${maxBytes} after decompression`, Code.ResourceExhausted);
     }
-    chunks.push(value);
+    throw err;
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
 }
