@@ -92,9 +92,12 @@ export const gatewayConfigSchema = z
         max_n: z.number().int().min(1).default(16),
         /** Largest accepted request header block (names + values), bytes. */
         max_header_bytes: z.number().int().min(1024).default(16 * 1024),
+        /** Abort RPC calls one data-plane credential may have in flight per isolate; more get
+         *  429, so an Abort flood cannot slow other tenants down. */
+        max_concurrent_aborts_per_key: z.number().int().min(1).default(2),
       })
       .strict()
-      .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024 }),
+      .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2 }),
     pd: z
       .object({
         /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */

@@ -31,6 +31,24 @@ export class ClientRequests {
   get size(): number {
     return this.byId.size;
   }
+
+  private readonly abortsInFlight = new Map<string, number>();
+
+  /** Takes one of the owner's Abort slots; undefined when all `limit` are in use. The
+   *  returned function gives it back (once). */
+  takeAbortSlot(owner: string, limit: number): (() => void) | undefined {
+    const n = this.abortsInFlight.get(owner) ?? 0;
+    if (n >= limit) return undefined;
+    this.abortsInFlight.set(owner, n + 1);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = (this.abortsInFlight.get(owner) ?? 1) - 1;
+      if (left <= 0) this.abortsInFlight.delete(owner);
+      else this.abortsInFlight.set(owner, left);
+    };
+  }
 }
 
 /** The engine-side id of a client's request: the client's own id on an open data plane,

@@ -10,6 +10,7 @@ import type { EngineTarget } from "../../core/types.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import { gatewayOf } from "./gateway-of.js";
+import type { GatewayContext } from "../../context.js";
 
 export const MAX_ABORT_IDS = 64;
 const ABORT_CONCURRENCY = 8;
@@ -22,12 +23,25 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
   if (req.requestIds.length > MAX_ABORT_IDS) {
     throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
   }
+  const release = gw.isolate.clientRequests.takeAbortSlot(gw.owner, gw.config.limits.max_concurrent_aborts_per_key);
+  if (!release) {
+    throw new GatewayError("abort_rate_limited", 429, `Abort: at most ${gw.config.limits.max_concurrent_aborts_per_key} calls in flight per API key; retry when one has answered`, Code.ResourceExhausted);
+  }
+  try {
+    await sendAborts(gw, model, req.requestIds);
+  } finally {
+    release();
+  }
+  return {};
+}
+
+async function sendAborts(gw: GatewayContext, model: string, requestIds: readonly string[]): Promise<void> {
   const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
   if (!pools) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
   const modelEngines = [...pools.prefill, ...pools.decode, ...pools.regular].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
   // One RPC per engine with all the ids meant for it (the Abort message takes a list).
   const byEngine = new Map<string, { engine: EngineTarget; ids: string[] }>();
-  for (const clientId of new Set(req.requestIds)) {
+  for (const clientId of new Set(requestIds)) {
     // Served here: its legs, under the running attempt's id. Elsewhere (another isolate, or
     // already over): every engine of the model, under the caller's own scoped id.
     const here = gw.isolate.clientRequests.serving(clientId, gw.owner);
@@ -44,7 +58,6 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
       .then(() => undefined)
       .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestIds: ids.length, error: String(err) }))),
   );
-  return {};
 }
 
 async function inBatches<T>(items: readonly T[], width: number, run: (item: T) => Promise<void>): Promise<void> {

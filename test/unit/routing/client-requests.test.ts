@@ -1,0 +1,31 @@
+import { expect, it } from "vitest";
+import { ClientRequests, engineRequestIdFor, OPEN_OWNER } from "../../../src/routing/client-requests.js";
+
+it("an entry is visible only to the owner that started it", () => {
+  const r = new ClientRequests();
+  const untrack = r.track("req-1", { engineRequestId: "req-1.aaa", engines: [], owner: "aaa" });
+  expect(r.serving("req-1", "aaa")?.engineRequestId).toBe("req-1.aaa");
+  expect(r.serving("req-1", "bbb")).toBeUndefined();
+  untrack();
+  expect(r.serving("req-1", "aaa")).toBeUndefined();
+});
+
+it("engine-side ids carry the credential's tag, except on an open data plane", () => {
+  expect(engineRequestIdFor(OPEN_OWNER, "x")).toBe("x");
+  expect(engineRequestIdFor("aaa", "x")).toBe("x.aaa");
+});
+
+it("Abort slots: at most `limit` per owner at once, given back once each, owners apart", () => {
+  const r = new ClientRequests();
+  const a1 = r.takeAbortSlot("a", 2)!;
+  const a2 = r.takeAbortSlot("a", 2)!;
+  expect(r.takeAbortSlot("a", 2)).toBeUndefined();
+  expect(r.takeAbortSlot("b", 2)).toBeDefined();
+  a1();
+  a1();
+  const a3 = r.takeAbortSlot("a", 2);
+  expect(a3).toBeDefined();
+  expect(r.takeAbortSlot("a", 2)).toBeUndefined();
+  a2();
+  a3!();
+});
