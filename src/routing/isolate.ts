@@ -3,6 +3,7 @@
 // client requests being served (for Abort), the registry view and the models' tokenizers. Tests build a fresh one.
 import { EngineInfoCache } from "../backends/engine-info.js";
 import { TokenizerBundles } from "../backends/tokenizer-bundles.js";
+import { ModelContexts } from "../backends/model-contexts.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { EngineLoads } from "../core/in-flight.js";
 import { LocalBreakers } from "./breakers.js";
@@ -19,6 +20,8 @@ export interface IsolateState {
   registry: RegistryView;
   /** Tokenizers of models the OpenAI surface serves over VllmEngine engines. */
   tokenizers: TokenizerBundles;
+  /** Context lengths of models served by VllmEngine engines (GetModelInfo). */
+  modelContexts: ModelContexts;
 }
 
 export function createIsolateState(): IsolateState {
@@ -30,5 +33,6 @@ export function createIsolateState(): IsolateState {
     clientRequests: new ClientRequests(),
     registry: new RegistryView(),
     tokenizers: new TokenizerBundles({ clientOf: vllmEngineClient }),
+    modelContexts: new ModelContexts(),
   };
 }

@@ -97,3 +97,17 @@ it("a truncated decode answer: failed over with the same handoff, nothing left p
   await gw.settle();
   await eventually(() => expectNoPinnedBlocks(cluster!), 2_000);
 });
+
+it("a token-id request beyond the model's context is refused before any engine work, once the context is known", async () => {
+  cluster = await startTestCluster({ engines: [spec("prefill", "prefill"), spec("d0", "decode")] });
+  const gw = testGateway(config(cluster, [{ name: "d0" }]));
+  const ids = Array.from({ length: 100 }, (_, i) => 100 + i);
+  // The first request teaches the isolate the context length (GetModelInfo, in the background).
+  expect((await generate(gw, { requestId: "ctx-warm", input: { case: "tokenized", value: { originalText: "", inputIds: ids } }, samplingParams: { maxTokens: 4 } })).error).toBeUndefined();
+  await gw.settle();
+  const before = await generates(cluster, "prefill");
+  const out = await generate(gw, { requestId: "ctx-over", input: { case: "tokenized", value: { originalText: "", inputIds: ids } }, samplingParams: { maxTokens: 40_000 } });
+  expect(out.error?.metadata.get("x-gateway-error-code")).toBe("context_length_exceeded");
+  expect(out.error?.rawMessage).toMatch(/sampling_params\.max_tokens asks for 40000/);
+  expect(await generates(cluster, "prefill")).toBe(before);
+});

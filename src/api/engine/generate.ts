@@ -12,6 +12,10 @@ import { runPipeline } from "../../routing/pipeline.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { vllmEngineFamily } from "../../routing/families.js";
 import { checkClientRequest } from "./client-request.js";
+import { contextWindowError } from "../context-window.js";
+import { vllmEngineClient } from "../../backends/vllm-engine.js";
+import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
+import type { GatewayContext } from "../../context.js";
 import { errorCodeOf, toConnectError } from "./errors.js";
 import { gatewayOf, modelOf } from "./gateway-of.js";
 import { pdOverrideOf } from "../pd-override.js";
@@ -32,6 +36,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
     if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
     const request = checked.request;
+    refuseBeyondContext(gw, model, request);
     const result = await runPipeline(gw.pipeline(model), {
       job: {
         model,
@@ -91,4 +96,22 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     });
     if (completed && req.stream) gw.events.emit(timing.event({ model, surface: "engine", endpoint: "generate" }));
   }
+}
+
+/** Token-id input whose prompt plus max_tokens cannot fit the model's context (once this
+ *  isolate knows it) is refused before any engine work, as the engine would refuse it after
+ *  the prefill leg ran for nothing. Text input is left to the engine: its length is unknown. */
+function refuseBeyondContext(gw: GatewayContext, model: string, request: GenerateRequest): void {
+  if (request.input.case !== "tokenized") return;
+  const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
+  const engine = pools && [...pools.decode, ...pools.regular, ...pools.prefill].find((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
+  const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineClient(engine) : undefined), gw.waitUntil);
+  const e = contextWindowError({
+    promptTokens: request.input.value.inputIds.length,
+    maxTokens: request.samplingParams?.maxTokens,
+    maxField: "sampling_params.max_tokens",
+    promptField: "tokenized.input_ids",
+    maxContextLength: limit,
+  });
+  if (e) throw new GatewayError(e.code, e.status, e.message, Code.InvalidArgument, e.param);
 }

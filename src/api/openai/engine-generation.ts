@@ -21,7 +21,7 @@ import { runPipeline } from "../../routing/pipeline.js";
 import { SamplingParamError } from "../../tokenizer/errors.js";
 import { OpenAiResponseBuilder } from "../../tokenizer/openai-frames.js";
 import { samplingPlan, type SamplingPlan } from "../../tokenizer/sampling.js";
-import { contextWindowError, maxTokensField } from "./context-window.js";
+import { contextWindowError, maxTokensField } from "../context-window.js";
 import { chatPrompt, completionPrompt, type EnginePrompt } from "./engine-prompt.js";
 import { engineJsonResult, engineSseBody, type EngineStreamEnd } from "./engine-response.js";
 import type { OpenAiRequest } from "./request.js";

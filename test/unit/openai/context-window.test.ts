@@ -1,6 +1,6 @@
 // The context-window check for requests the gateway tokenizes, as a table.
 import { describe, expect, it } from "vitest";
-import { contextWindowError, maxTokensField } from "../../../src/api/openai/context-window.js";
+import { contextWindowError, maxTokensField } from "../../../src/api/context-window.js";
 
 describe("contextWindowError", () => {
   it.each([

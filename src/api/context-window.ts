@@ -1,7 +1,7 @@
 // The context-window check for OpenAI requests the gateway tokenizes: prompt tokens plus the
 // requested output must fit the model's max_context_length (GetModelInfo). Checked before any
 // engine work, so a request vLLM would refuse never runs a prefill leg first. Pure.
-import { GatewayError } from "../../core/errors.js";
+import { GatewayError } from "../core/errors.js";
 
 export interface ContextWindowInput {
   promptTokens: number;
