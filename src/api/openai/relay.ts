@@ -4,7 +4,7 @@
 // connection, an end without [DONE]) becomes one final gateway error event, then the stream
 // closes.
 //
-// Cost: a chunk is never decoded unless a byte scan (sse.ts `needsParse`) finds something in
+// Cost: a chunk is never decoded unless a byte scan (sse.ts `scanEvents`) finds something in
 // it that may be the [DONE] marker, an error or a usage report; only then are its events
 // decoded and parsed. The token count without usage is approximate: `countOutputPieces`
 // counts non-empty "text"/"content" members and "tool_calls" arrays in the bytes (one per
@@ -13,7 +13,7 @@ import { concatBytes } from "../../core/body.js";
 import { errorText, GatewayError } from "../../core/errors.js";
 import type { LegStream } from "../../pd/leg.js";
 import { sseErrorEvent } from "./errors.js";
-import { classifySseEvent, completeEventsEnd, countOutputPieces, hasDataField, needsParse, outputPieces, splitSseEvents, usageOf, type Usage } from "./sse.js";
+import { classifySseEvent, completeEventsEnd, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
 
 export interface RelayStats {
   /** When the first data event arrived (TTFT). */
@@ -124,12 +124,13 @@ export function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): Readab
         if (cut < buf.byteLength) held = buf.slice(cut);
         if (cut === 0) continue;
         const events = cut === buf.byteLength ? buf : buf.subarray(0, cut);
-        if (needsParse(events)) {
+        const scan = scanEvents(events);
+        if (scan.parse) {
           const bad = parseEvents(events);
           if (bad) return fail(controller, bad.before, bad.error);
         } else if (hasDataField(events)) {
           sawChunk();
-          stats.outputPieces += countOutputPieces(events);
+          stats.outputPieces += scan.pieces;
         }
         controller.enqueue(events);
         return;

@@ -134,12 +134,6 @@ export function completeEventsEnd(b: Uint8Array): number {
 
 const ascii = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const DONE = ascii("[DONE]");
-const ERROR_KEY = ascii('"error"');
-const USAGE_KEY = ascii('"usage"');
-const TEXT_KEY = ascii('"text"');
-/** Matches "content" and "reasoning_content" alike. */
-const CONTENT_KEY = ascii('content"');
-const TOOL_CALLS_KEY = ascii('"tool_calls"');
 const DATA_FIELD = ascii("data:");
 
 /** Index of `pattern` in `b` from `from`, or -1 (native indexOf on the first byte). */
@@ -168,24 +162,68 @@ function valueAt(b: Uint8Array, at: number): number {
   return i < b.length ? i : -1;
 }
 
-/** A key (an object member, not text inside a string: inside a JSON string a quote is
- *  escaped, so `"key"` cannot follow `{`, `,` or whitespace there) whose value starts with a
- *  byte other than `n` (null): -1 when none. */
-function keyWithValue(b: Uint8Array, key: Uint8Array): number {
-  for (let i = indexOfBytes(b, key); i >= 0; i = indexOfBytes(b, key, i + 1)) {
-    const before = b[i - 1];
-    if (before !== 0x7b && before !== 0x2c && !isWs(before)) continue;
-    const v = valueAt(b, i + key.length);
-    if (v >= 0 && b[v] !== 0x6e) return v;
-  }
-  return -1;
-}
-
 /** Events that must be decoded and parsed: the [DONE] marker, an in-band error, a usage
  *  report. A false positive only costs a parse; JSON that spells these keys with escapes
  *  (`"\u0065rror"`) is not recognised (no server writes that). */
 export function needsParse(events: Uint8Array): boolean {
-  return indexOfBytes(events, DONE) >= 0 || keyWithValue(events, ERROR_KEY) >= 0 || keyWithValue(events, USAGE_KEY) >= 0;
+  return scanEvents(events).parse;
+}
+
+const at = (b: Uint8Array, i: number, key: Uint8Array) => {
+  if (i + key.length > b.length) return false;
+  for (let j = 0; j < key.length; j++) if (b[i + j] !== key[j]) return false;
+  return true;
+};
+const K_ERROR = ascii('error"');
+const K_USAGE = ascii('usage"');
+const K_TEXT = ascii('text"');
+const K_TOOL_CALLS = ascii('tool_calls"');
+const K_CONTENT = ascii('content"');
+const K_REASONING = ascii('reasoning_content"');
+
+/** One pass over the events' quotes: whether any may need a parse (needsParse), and the
+ *  output pieces (countOutputPieces). Only quotes that open a member name count: preceded by
+ *  `{`, `,` or whitespace, which a quote inside a JSON string (escaped) or opening a value
+ *  (after `:`) never is. */
+export function scanEvents(b: Uint8Array): { parse: boolean; pieces: number } {
+  if (indexOfBytes(b, DONE) >= 0) return { parse: true, pieces: 0 };
+  let pieces = 0;
+  for (let q = b.indexOf(0x22); q >= 0; q = b.indexOf(0x22, q + 1)) {
+    const before = b[q - 1];
+    if (before !== 0x7b && before !== 0x2c && !isWs(before)) continue;
+    const k = q + 1;
+    let key: Uint8Array | undefined;
+    switch (b[k]) {
+      case 0x65: // e
+        key = K_ERROR;
+        break;
+      case 0x75: // u
+        key = K_USAGE;
+        break;
+      case 0x74: // t
+        key = b[k + 1] === 0x65 ? K_TEXT : K_TOOL_CALLS;
+        break;
+      case 0x63: // c
+        key = K_CONTENT;
+        break;
+      case 0x72: // r
+        key = K_REASONING;
+        break;
+      default:
+        continue;
+    }
+    if (!at(b, k, key)) continue;
+    const v = valueAt(b, k + key.length);
+    if (v < 0) continue;
+    const c = b[v];
+    if (key === K_ERROR || key === K_USAGE) {
+      if (c !== 0x6e) return { parse: true, pieces }; // not null
+    } else if (key === K_TOOL_CALLS) {
+      if (c === 0x5b) pieces++;
+    } else if (c === 0x22 && b[v + 1] !== 0x22) pieces++;
+    q = v - 1;
+  }
+  return { parse: false, pieces };
 }
 
 export function hasDataField(events: Uint8Array): boolean {
@@ -196,16 +234,5 @@ export function hasDataField(events: Uint8Array): boolean {
  *  (or "reasoning_content") members holding a non-empty string, and "tool_calls" arrays. A
  *  choice with both content and reasoning_content counts twice, which vLLM does not send. */
 export function countOutputPieces(events: Uint8Array): number {
-  let n = 0;
-  for (const key of [TEXT_KEY, CONTENT_KEY]) {
-    for (let i = indexOfBytes(events, key); i >= 0; i = indexOfBytes(events, key, i + 1)) {
-      const v = valueAt(events, i + key.length);
-      if (v >= 0 && events[v] === 0x22 && events[v + 1] !== 0x22) n++;
-    }
-  }
-  for (let i = indexOfBytes(events, TOOL_CALLS_KEY); i >= 0; i = indexOfBytes(events, TOOL_CALLS_KEY, i + 1)) {
-    const v = valueAt(events, i + TOOL_CALLS_KEY.length);
-    if (v >= 0 && events[v] === 0x5b) n++;
-  }
-  return n;
+  return scanEvents(events).pieces;
 }
