@@ -53,6 +53,8 @@ export interface BenchResult {
   };
   profiles?: ProfileResult[] | undefined;
   errors: { phase: string; message: string }[];
+  /** Said under the title, e.g. which phases come from an earlier run (bench/report-compare.ts). */
+  note?: string;
 }
 
 const run = promisify(execFile);
