@@ -55,6 +55,8 @@ export interface BenchResult {
   profiles?: ProfileResult[] | undefined;
   tokenizer?: TokenizerFigures | undefined;
   errors: { phase: string; message: string }[];
+  /** Said under the title, e.g. which phases come from an earlier run (bench/report-compare.ts). */
+  note?: string;
 }
 
 const run = promisify(execFile);

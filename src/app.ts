@@ -1,7 +1,7 @@
 // Builds the Hono app: the per-request gateway context first, then CORS, limits, data-plane
 // auth and rate limiting, then the surfaces. All middleware is composed here, once; each app
 // owns its isolate state (a test builds a fresh app instead of resetting module state).
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { Env } from "./env.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
@@ -13,15 +13,20 @@ import { createIsolateState, type IsolateState } from "./routing/isolate.js";
 import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
-import { ENGINE_SERVICE_PATH, handleEngineRpc } from "./api/engine/router.js";
 import { openaiRoutes } from "./api/openai/routes.js";
-import { adminRoutes } from "./api/admin/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
 import { reject } from "./middleware/rejection.js";
 import { GatewayError } from "./core/errors.js";
+
+/** The VllmEngine surface's path prefix (`/${VllmEngine.typeName}/`, checked by a unit test).
+ *  Spelled out so the surface - Connect, its router and the generated descriptors - is
+ *  imported on its first request, not at the isolate's start-up. */
+export const ENGINE_SERVICE_PATH = "/vllm.grpc.engine.VllmEngine/";
+let engineRouter: Promise<typeof import("./api/engine/router.js")> | undefined;
+const loadEngineRouter = () => (engineRouter ??= import("./api/engine/router.js"));
 
 type AppEnv = { Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } };
 
@@ -70,6 +75,9 @@ function missingBindings(config: LoadedConfig, env: object): string[] {
   }
   return out;
 }
+
+const routeNotFound = (c: Context) =>
+  c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404);
 
 export function createApp(isolate: IsolateState = createIsolateState()) {
   const app = new Hono<AppEnv>();
@@ -124,13 +132,30 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     app.use(dataPlane, rateLimit());
   }
 
-  app.post(`${ENGINE_SERVICE_PATH}*`, (c) => handleEngineRpc(c.req.raw, c.get("gateway")));
+  app.post(`${ENGINE_SERVICE_PATH}*`, async (c) => (await loadEngineRouter()).handleEngineRpc(c.req.raw, c.get("gateway")));
   app.route("/v1", openaiRoutes());
-  app.route("/admin", adminRoutes());
+  // The admin API (and the zod schemas of its bodies) loads on its first request: its own
+  // Hono app, handed this request's gateway context.
+  const gatewayOf = new WeakMap<Request, GatewayContext>();
+  let admin: Promise<Hono<AppEnv>> | undefined;
+  const loadAdmin = () =>
+    (admin ??= import("./api/admin/routes.js").then(({ adminRoutes }) => {
+      const sub = new Hono<AppEnv>();
+      sub.use("*", async (c, next) => {
+        c.set("gateway", gatewayOf.get(c.req.raw)!);
+        await next();
+      });
+      sub.route("/admin", adminRoutes());
+      sub.notFound(routeNotFound);
+      return sub;
+    }));
+  app.all("/admin/*", async (c) => {
+    const sub = await loadAdmin();
+    gatewayOf.set(c.req.raw, c.get("gateway"));
+    return sub.fetch(c.req.raw, c.env, c.executionCtx);
+  });
 
-  app.notFound((c) =>
-    c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404),
-  );
+  app.notFound(routeNotFound);
   // The one place an error no handler answered becomes a response, in the caller's protocol:
   // a GatewayError keeps its status and code; anything else is a bug, logged and answered 500
   // without internals.

@@ -1,5 +1,5 @@
 // Per-request gateway context, built in one place (app.ts) and handed to every surface.
-import { createContextKey } from "@connectrpc/connect";
+import type { ContextKey } from "@connectrpc/connect";
 import type { LoadedConfig } from "./config/load.js";
 import type { EventSink } from "./metrics/events.js";
 import type { IsolateState } from "./routing/isolate.js";
@@ -22,9 +22,12 @@ export interface GatewayContext {
   pipeline(model: string): PipelineContext;
 }
 
-export const gatewayContextKey = createContextKey<GatewayContext | undefined>(undefined, {
-  description: "vllm-edge-gateway request context",
-});
+// What Connect's createContextKey builds, without importing Connect's index here (that would
+// load Connect and protobuf's runtime at the isolate's start-up).
+export const gatewayContextKey: ContextKey<GatewayContext | undefined> = {
+  id: Symbol("vllm-edge-gateway request context"),
+  defaultValue: undefined,
+};
 
 /** The config with its models replaced by the routed view (config + registry engines). */
 export function routedConfig(gw: GatewayContext): LoadedConfig {

@@ -41,8 +41,22 @@ export function harvestKvParams(responseText: string): string | undefined {
 }
 
 /** The decode (or aggregated) leg's body: the client's JSON text with any client
- *  kv_transfer_params dropped and the gateway's put first. Other members keep their bytes. */
-export function buildEngineBody(clientText: string, paramsJson: string | undefined): string {
+ *  kv_transfer_params dropped and the gateway's put first. Other members keep their bytes.
+ *  With `parsed` (JSON.parse of the text) the text is not rescanned when the client sent no
+ *  kv_transfer_params: the text as is, or the member spliced in after its opening brace. */
+export function buildEngineBody(clientText: string, paramsJson: string | undefined, parsed?: Record<string, unknown>): string {
+  if (parsed !== undefined && !Object.hasOwn(parsed, KV_PARAMS_KEY)) {
+    if (paramsJson === undefined) return clientText;
+    const open = clientText.indexOf("{");
+    let empty = true;
+    for (const k in parsed) {
+      if (Object.hasOwn(parsed, k)) {
+        empty = false;
+        break;
+      }
+    }
+    return `${clientText.slice(0, open)}{"${KV_PARAMS_KEY}":${paramsJson}${empty ? "" : ","}${clientText.slice(open + 1)}`;
+  }
   const out = withMember(clientText, KV_PARAMS_KEY, paramsJson);
   if (out === undefined) throw new Error("client body is not a JSON object");
   return out;

@@ -26,12 +26,14 @@ export const MAX_PREFILL_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Bound on an engine's error body, which is only read for its message. */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
 export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = {
   // Both legs get the full body, and there is no typed bootstrap form (decision 1).
   traits: { typedBootstrap: false, pixelsOnPrefillOnly: false },
   start(engine, p, spec): EngineCall<Uint8Array> {
     const controller = new AbortController();
-    const body = spec.leg === "prefill" ? JSON.stringify(sanitisePrefillBody(p.route, p.body, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson);
+    const body = spec.leg === "prefill" ? JSON.stringify(sanitisePrefillBody(p.route, p.body, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson, p.body);
     const head = engineFetchFor(engine)(engineRouteUrl(engine.url, p.route), {
       method: "POST",
       headers: engineRequestHeaders(p.clientHeaders, spec.requestId, spec.leg !== "prefill" && p.stream),
@@ -54,26 +56,30 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
       if (!res.ok) throw await statusFailure(res);
       return res.body?.getReader();
     };
+    const readFailed = (err: unknown): never => {
+      throw new LegFailure("read", 502, errorText(err));
+    };
+    const onRead = (r: ReadableStreamReadResult<Uint8Array>): IteratorResult<Uint8Array> => {
+      if (!r.done) return r;
+      ended = true;
+      return DONE;
+    };
+    // Not async: one promise per chunk (the reader's), not three.
+    const read = (rd: ReadableStreamDefaultReader<Uint8Array>) => rd.read().then(onRead, readFailed);
     return {
-      async next() {
+      next() {
         // Closed by the gateway is not an end the engine sent: never a clean "done".
-        if (closed) throw new LegFailure("transport", 502, "the call was closed");
-        if (ended) return { done: true, value: undefined };
-        if (!reader) {
-          reader = await open();
-          if (!reader) {
+        if (closed) return Promise.reject(new LegFailure("transport", 502, "the call was closed"));
+        if (ended) return Promise.resolve(DONE);
+        if (reader) return read(reader);
+        return open().then((rd) => {
+          reader = rd;
+          if (!rd) {
             ended = true;
-            return { done: true, value: undefined };
+            return DONE;
           }
-        }
-        try {
-          const r = await reader.read();
-          if (!r.done) return { done: false, value: r.value };
-          ended = true;
-          return { done: true, value: undefined };
-        } catch (err) {
-          throw new LegFailure("read", 502, errorText(err));
-        }
+          return read(rd);
+        });
       },
       close() {
         if (ended || closed) return;

@@ -1,11 +1,17 @@
 // The VllmEngine leg transport (Connect or gRPC-web over fetch): encodes a LegSpec onto the
 // client's GenerateRequest, streams GenerateResponse frames, and has an Abort RPC.
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse } from "../gen/vllm_engine_pb.js";
-import { httpStatusForCode } from "../core/errors.js";
-import { LegFailure, type EngineCall, type Harvester, type LegTransport } from "../core/leg-transport.js";
+import type { EngineCall, Harvester, LegTransport } from "../core/leg-transport.js";
 import type { EngineTarget } from "../core/types.js";
-import { encodeGenerateLeg } from "./generate-request.js";
+// Loaded with the first call (it needs the generated descriptors): keeps protobuf out of the
+// isolate's start-up when only OpenAI HTTP engines are served.
+type Encoder = typeof import("./generate-request.js") & typeof import("./vllm-engine-failures.js");
+let encoder: Encoder | undefined;
+const loadEncoder = async (): Promise<Encoder> => {
+  if (encoder) return encoder;
+  const [req, failures] = await Promise.all([import("./generate-request.js"), import("./vllm-engine-failures.js")]);
+  return (encoder = { ...req, ...failures });
+};
 import type { VllmEngineClient } from "./vllm-engine.js";
 
 const ABORT_TIMEOUT_MS = 5_000;
@@ -15,9 +21,13 @@ export function vllmEngineTransport(clientOf: (engine: EngineTarget) => VllmEngi
     traits: { typedBootstrap: true, pixelsOnPrefillOnly: true },
     start(engine, req, spec): EngineCall<GenerateResponse> {
       const controller = new AbortController();
-      const frames = clientOf(engine).generate(encodeGenerateLeg(req, spec), { signal: controller.signal })[Symbol.asyncIterator]();
+      const open = (e: Encoder) => clientOf(engine).generate(e.encodeGenerateLeg(req, spec), { signal: controller.signal })[Symbol.asyncIterator]();
+      let frames = encoder ? open(encoder) : undefined;
+      const opening = frames ? undefined : loadEncoder().then((e) => (frames = open(e)));
+      const next = (): Promise<IteratorResult<GenerateResponse>> => (frames ? frames.next() : opening!.then((f) => f.next()));
       return {
-        next: () => frames.next().catch((err: unknown) => Promise.reject(rpcFailure(err))),
+        // A frame can fail only once the call is open, and so the modules are in.
+        next: () => next().catch((err: unknown) => Promise.reject(encoder ? encoder.rpcFailure(err) : err)),
         close: () => controller.abort(),
         headers: () => undefined,
       };
@@ -37,19 +47,4 @@ export function vllmEngineTransport(clientOf: (engine: EngineTarget) => VllmEngi
       };
     },
   };
-}
-
-/** Codes connect-es raises itself when an engine's bytes cannot be decoded: a broken engine,
- *  not a client mistake, so never passed on as invalid_argument. */
-const DECODE_FAILURE_CODES: ReadonlySet<Code> = new Set([Code.InvalidArgument, Code.Internal, Code.DataLoss, Code.Unknown]);
-
-function rpcFailure(err: unknown): LegFailure {
-  const ce = ConnectError.from(err);
-  // An error the engine sent carries its metadata; one connect-es raised while reading the
-  // response (a garbled or truncated frame) has none.
-  const fromEngine = ce.metadata.has("content-type") || ce.metadata.has("grpc-status") || ce.metadata.has("grpc-message");
-  if (!fromEngine && DECODE_FAILURE_CODES.has(ce.code) && /parse|decode|premature|envelope|invalid|unexpected|protobuf|wire/i.test(ce.rawMessage)) {
-    return new LegFailure("malformed", 502, ce.rawMessage, Code.Unavailable);
-  }
-  return new LegFailure("rpc", httpStatusForCode(ce.code), ce.rawMessage, ce.code);
 }

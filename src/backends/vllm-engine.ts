@@ -1,23 +1,37 @@
-// VllmEngine clients over Connect or gRPC-web (connect-web transports over fetch), one per
-// engine URL and transport, cached per isolate.
-import { createClient, type Client } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
-import { VllmEngine } from "../gen/vllm_engine_pb.js";
-import { engineFetchFor } from "./fetch.js";
+// VllmEngine clients, loaded lazily: the Connect client, connect-web and the generated
+// descriptors (vllm-engine-client.ts) are imported on the first call, so an isolate that only
+// serves OpenAI HTTP engines never builds the protobuf registry at start-up. Until that module
+// is in, a client is a stand-in with every method of the service, each waiting for it.
+import type { VllmEngineClient } from "./vllm-engine-client.js";
 
-export type VllmEngineClient = Client<typeof VllmEngine>;
+export type { VllmEngineClient } from "./vllm-engine-client.js";
 
-const clients = new Map<string, VllmEngineClient>();
+type Impl = typeof import("./vllm-engine-client.js");
+let impl: Impl | undefined;
+let loading: Promise<Impl> | undefined;
 
-export function vllmEngineClient(engine: { url: string; transport: string; binding?: string; name?: string }): VllmEngineClient {
-  const key = `${engine.transport} ${engine.url} ${engine.binding ?? ""}`;
-  let client = clients.get(key);
-  if (!client) {
-    const options = { baseUrl: engine.url, useBinaryFormat: true, fetch: engineFetchFor(engine) };
-    const transport =
-      engine.transport === "grpc-web" ? createGrpcWebTransport(options) : createConnectTransport(options);
-    client = createClient(VllmEngine, transport);
-    clients.set(key, client);
+/** The client module, loaded once per isolate. */
+export function loadVllmEngineClient(): Promise<Impl> {
+  return (loading ??= import("./vllm-engine-client.js").then((m) => (impl = m)));
+}
+
+/** The service's methods (proto/vllm_engine.proto); a unit test keeps the lists in step. */
+export const UNARY_METHODS = ["embed", "healthCheck", "abort", "getModelInfo", "getServerInfo", "getLoads"] as const;
+export const STREAMING_METHODS = ["generate", "getTokenizer", "subscribeKvEvents"] as const;
+
+type Engine = Parameters<Impl["connectVllmEngineClient"]>[0];
+
+export function vllmEngineClient(engine: Engine): VllmEngineClient {
+  if (impl) return impl.connectVllmEngineClient(engine);
+  const client = (): Promise<Record<string, (...a: unknown[]) => unknown>> =>
+    loadVllmEngineClient().then((m) => m.connectVllmEngineClient(engine) as unknown as Record<string, (...a: unknown[]) => unknown>);
+  const standIn: Record<string, (...a: unknown[]) => unknown> = {};
+  for (const name of UNARY_METHODS) standIn[name] = (...args) => client().then((c) => c[name]!(...args));
+  for (const name of STREAMING_METHODS) {
+    standIn[name] = (...args) =>
+      (async function* () {
+        yield* (await client())[name]!(...args) as AsyncIterable<unknown>;
+      })();
   }
-  return client;
+  return standIn as unknown as VllmEngineClient;
 }

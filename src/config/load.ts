@@ -1,7 +1,7 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field.
 import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource } from "./schema.js";
-import type { z } from "zod";
+import type * as z from "zod";
 
 export class ConfigError extends Error {
   override name = "ConfigError";

@@ -1,203 +1,238 @@
 // The gateway config schema (zod): models -> pools of engines. Parsed once per isolate from
 // the GATEWAY_CONFIG var; every default lives here and is listed in docs/configuration.md.
-import { z } from "zod";
+// A namespace import: esbuild keeps only the members used (`import { z }` keeps all of zod,
+// its locales included: ~110 KiB of gzip in the bundle).
+import * as z from "zod";
 
-export const transportSchema = z.enum(["connect", "grpc-web", "openai-http"]);
+// Built on first use, not at the isolate's start-up (zod schema construction is most of what
+// zod costs there): each export is a stand-in that builds every schema on its first touch.
+function build() {
+  const transportSchema = z.enum(["connect", "grpc-web", "openai-http"]);
+
+  const engineSchema = z
+    .object({
+      name: z.string().min(1).optional(),
+      url: z.url({ protocol: /^https?$/ }),
+      transport: transportSchema.default("connect"),
+      /** A Worker binding (a Workers VPC service, wrangler.toml vpc_services) that every request
+       *  to this engine goes through, for engines on a private network; `url` is then the
+       *  engine's address inside that network. */
+      binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "must be a binding name (letters, digits, _)" }).optional(),
+      /** Overrides the discovered connector ("NixlConnector", "MooncakeConnector", "" = none). */
+      kv_connector: z.string().optional(),
+      kv_engine_id: z.string().optional(),
+      dp_rank: z.number().int().min(0).optional(),
+      dp_size: z.number().int().min(1).optional(),
+      /** Mooncake bootstrap port of a prefill engine (default 8998). */
+      bootstrap_port: z.number().int().min(1).max(65535).optional(),
+      labels: z.record(z.string(), z.string()).default({}),
+    })
+    .strict();
+
+  const policySchema = z.enum(["round_robin", "random", "power_of_two", "prefix_hash", "consistent_hash"]);
+
+  const tokenizerSourceSchema = z
+    .object({
+      /** A ZIP with tokenizer.json (and tokenizer_config.json, ...), as GetTokenizer would send. */
+      url: z.url({ protocol: /^https?$/ }),
+      /** Hex sha256 of the ZIP: checked on every load, and the cache key across isolates. */
+      sha256: z
+        .string()
+        .regex(/^[0-9a-fA-F]{64}$/, { message: "must be 64 hex digits" })
+        .transform((s) => s.toLowerCase())
+        .optional(),
+    })
+    .strict();
+
+  const modelPdSchema = z
+    .object({
+      /** Prompts with fewer tokens than this skip the prefill leg: decode computes them faster
+       *  than the leg's serial round trip and KV pull. 0 = off. */
+      decode_only_max_prompt_tokens: z.number().int().min(0).default(0),
+      /** Skip the prefill leg while the selected prefill engine reports at least this many
+       *  waiting requests (GetLoads; vllm:num_requests_waiting over HTTP). Unset = off. */
+      prefill_queue_limit: z.number().int().min(1).optional(),
+      /** ... and only while the decode engine reports fewer waiting than this (default: the
+       *  prefill limit). */
+      decode_queue_limit: z.number().int().min(1).optional(),
+    })
+    .strict()
+    .default({ decode_only_max_prompt_tokens: 0 });
+
+  const modelSchema = z
+    .object({
+      /** Selection policy per pool. */
+      policy: z
+        .object({
+          prefill: policySchema.default("round_robin"),
+          decode: policySchema.default("round_robin"),
+          regular: policySchema.default("round_robin"),
+        })
+        .strict()
+        .default({ prefill: "round_robin", decode: "round_robin", regular: "round_robin" }),
+      prefill: z.array(engineSchema).default([]),
+      decode: z.array(engineSchema).default([]),
+      encode: z.array(engineSchema).default([]),
+      /** Engines that serve whole requests (aggregated, non-PD). */
+      regular: z.array(engineSchema).default([]),
+      /** When the prefill leg pays for this model (docs/pd.md, "The decider"). */
+      pd: modelPdSchema,
+      /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
+       *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
+      tokenizer: tokenizerSourceSchema.optional(),
+    })
+    .strict();
+
+  const gatewayConfigSchema = z
+    .object({
+      models: z.record(z.string().min(1), modelSchema),
+      limits: z
+        .object({
+          /** Largest accepted request body, bytes. */
+          max_body_bytes: z.number().int().min(1024).default(4 * 1024 * 1024),
+          /** Largest n a client may ask for. */
+          max_n: z.number().int().min(1).default(16),
+          /** Largest accepted request header block (names + values), bytes. */
+          max_header_bytes: z.number().int().min(1024).default(16 * 1024),
+          /** Abort RPC calls one data-plane credential may have in flight per isolate; more get
+           *  429, so an Abort flood cannot slow other tenants down. */
+          max_concurrent_aborts_per_key: z.number().int().min(1).default(2),
+        })
+        .strict()
+        .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2 }),
+      pd: z
+        .object({
+          /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */
+          deferred_abort_max_ms: z.number().int().min(0).max(29_000).default(25_000),
+          /** How long discovered engine metadata (GetServerInfo) is cached per isolate (ms). */
+          engine_info_ttl_ms: z.number().int().min(0).default(60_000),
+          /** The prefill leg must finish within this (ms), else 504 prefill_timeout (retryable). */
+          prefill_timeout_ms: z.number().int().min(1).default(60_000),
+          /** Decode (or a regular engine) must send its first frame within this (ms), else 504. */
+          first_frame_timeout_ms: z.number().int().min(1).default(60_000),
+        })
+        .strict()
+        .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000, prefill_timeout_ms: 60_000, first_frame_timeout_ms: 60_000 }),
+      /** Active health checks (upstream defaults). */
+      health: z
+        .object({
+          interval_secs: z.number().int().min(1).default(60),
+          timeout_secs: z.number().int().min(1).default(5),
+          success_threshold: z.number().int().min(1).default(2),
+          failure_threshold: z.number().int().min(1).default(3),
+          /** Path probed on openai-http engines (VllmEngine engines get the HealthCheck RPC). */
+          endpoint: z.string().startsWith("/").default("/health"),
+          disabled: z.boolean().default(false),
+        })
+        .strict()
+        .default({ interval_secs: 60, timeout_secs: 5, success_threshold: 2, failure_threshold: 3, endpoint: "/health", disabled: false }),
+      /** Circuit breaker per engine (upstream router defaults). */
+      breaker: z
+        .object({
+          failure_threshold: z.number().int().min(1).default(10),
+          success_threshold: z.number().int().min(1).default(3),
+          timeout_secs: z.number().min(0).default(60),
+          disabled: z.boolean().default(false),
+        })
+        .strict()
+        .default({ failure_threshold: 10, success_threshold: 3, timeout_secs: 60, disabled: false }),
+      /** Retries of a failed attempt that sent nothing to the client yet (upstream defaults). */
+      retry: z
+        .object({
+          /** Total attempts, including the first. */
+          max_retries: z.number().int().min(1).max(20).default(5),
+          initial_backoff_ms: z.number().int().min(0).default(50),
+          max_backoff_ms: z.number().int().min(0).default(30_000),
+          backoff_multiplier: z.number().min(1).default(1.5),
+          jitter_factor: z.number().min(0).max(1).default(0.2),
+          /** Budget for all backoff sleeps of one request. */
+          max_total_backoff_ms: z.number().int().min(0).default(5_000),
+          /** Engine statuses that mean "full": retried on another engine, never a breaker
+           *  success or failure (upstream capacity pushback). */
+          capacity_status_codes: z.array(z.number().int().min(400).max(599)).default([429]),
+          disabled: z.boolean().default(false),
+        })
+        .strict()
+        .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, capacity_status_codes: [429], disabled: false }),
+      /** Engines added at run time through the admin API. */
+      registry: z
+        .object({
+          /** Host patterns an engine URL may use ("*.example.com", "10.0.0.*", "127.0.0.1"); empty = none allowed. */
+          allowed_hosts: z.array(z.string().min(1)).default([]),
+          /** How long a per-isolate snapshot of the registry is used before a background refresh (ms). */
+          snapshot_ttl_ms: z.number().int().min(0).default(5_000),
+        })
+        .strict()
+        .default({ allowed_hosts: [], snapshot_ttl_ms: 5_000 }),
+      /** GetLoads polling for power_of_two. */
+      loads: z
+        .object({
+          enabled: z.boolean().default(false),
+          ttl_ms: z.number().int().min(100).default(10_000),
+        })
+        .strict()
+        .default({ enabled: false, ttl_ms: 10_000 }),
+      /** Data-plane authentication. Keys come from the API_KEYS secret (comma-separated). */
+      auth: z
+        .object({
+          /** "api_keys": every /v1 and VllmEngine request needs `Authorization: Bearer <key>`;
+           *  "open": no key needed (only say so explicitly). */
+          data_plane: z.enum(["api_keys", "open"]).default("api_keys"),
+        })
+        .strict()
+        .default({ data_plane: "api_keys" }),
+      /** CORS for browser Connect / gRPC-web / OpenAI clients. */
+      cors: z
+        .object({
+          /** Exact origins ("https://app.example.com") or "*"; empty = no CORS headers. */
+          allowed_origins: z.array(z.string().min(1)).default([]),
+          max_age_secs: z.number().int().min(0).default(600),
+        })
+        .strict()
+        .default({ allowed_origins: [], max_age_secs: 600 }),
+      debug: z
+        .object({
+          /** Honour the `x-pd-override` request header (benchmarks and tests only). */
+          allow_pd_overrides: z.boolean().default(false),
+        })
+        .strict()
+        .default({ allow_pd_overrides: false }),
+    })
+    .strict();
+
+  return { transportSchema, engineSchema, policySchema, tokenizerSourceSchema, modelSchema, gatewayConfigSchema };
+}
+
+type Schemas = ReturnType<typeof build>;
+let built: Schemas | undefined;
+const schemas = (): Schemas => (built ??= build());
+
+/** A stand-in for the schema `pick` returns, forwarding everything to it. */
+function lazySchema<K extends keyof Schemas>(key: K): Schemas[K] {
+  const real = () => schemas()[key] as object;
+  return new Proxy({} as Schemas[K], {
+    get: (_t, k) => Reflect.get(real(), k),
+    has: (_t, k) => Reflect.has(real(), k),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getOwnPropertyDescriptor: (_t, k) => {
+      const d = Reflect.getOwnPropertyDescriptor(real(), k);
+      return d && { ...d, configurable: true };
+    },
+    getPrototypeOf: () => Reflect.getPrototypeOf(real()),
+  });
+}
+
+export const transportSchema = lazySchema("transportSchema");
+export const engineSchema = lazySchema("engineSchema");
+export const policySchema = lazySchema("policySchema");
+export const tokenizerSourceSchema = lazySchema("tokenizerSourceSchema");
+export const modelSchema = lazySchema("modelSchema");
+export const gatewayConfigSchema = lazySchema("gatewayConfigSchema");
+
 export type EngineTransport = z.infer<typeof transportSchema>;
-
-export const engineSchema = z
-  .object({
-    name: z.string().min(1).optional(),
-    url: z.url({ protocol: /^https?$/ }),
-    transport: transportSchema.default("connect"),
-    /** A Worker binding (a Workers VPC service, wrangler.toml vpc_services) that every request
-     *  to this engine goes through, for engines on a private network; `url` is then the
-     *  engine's address inside that network. */
-    binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "must be a binding name (letters, digits, _)" }).optional(),
-    /** Overrides the discovered connector ("NixlConnector", "MooncakeConnector", "" = none). */
-    kv_connector: z.string().optional(),
-    kv_engine_id: z.string().optional(),
-    dp_rank: z.number().int().min(0).optional(),
-    dp_size: z.number().int().min(1).optional(),
-    /** Mooncake bootstrap port of a prefill engine (default 8998). */
-    bootstrap_port: z.number().int().min(1).max(65535).optional(),
-    labels: z.record(z.string(), z.string()).default({}),
-  })
-  .strict();
 export type EngineConfigInput = z.input<typeof engineSchema>;
-
-export const policySchema = z.enum(["round_robin", "random", "power_of_two", "prefix_hash", "consistent_hash"]);
 export type PolicyName = z.infer<typeof policySchema>;
-
-const modelPdSchema = z
-  .object({
-    /** Prompts with fewer tokens than this skip the prefill leg: decode computes them faster
-     *  than the leg's serial round trip and KV pull. 0 = off. */
-    decode_only_max_prompt_tokens: z.number().int().min(0).default(0),
-    /** Skip the prefill leg while the selected prefill engine reports at least this many
-     *  waiting requests (GetLoads; vllm:num_requests_waiting over HTTP). Unset = off. */
-    prefill_queue_limit: z.number().int().min(1).optional(),
-    /** ... and only while the decode engine reports fewer waiting than this (default: the
-     *  prefill limit). */
-    decode_queue_limit: z.number().int().min(1).optional(),
-  })
-  .strict()
-  .default({ decode_only_max_prompt_tokens: 0 });
-export const tokenizerSourceSchema = z
-  .object({
-    /** A ZIP with tokenizer.json (and tokenizer_config.json, ...), as GetTokenizer would send. */
-    url: z.url({ protocol: /^https?$/ }),
-    /** Hex sha256 of the ZIP: checked on every load, and the cache key across isolates. */
-    sha256: z
-      .string()
-      .regex(/^[0-9a-fA-F]{64}$/, { message: "must be 64 hex digits" })
-      .transform((s) => s.toLowerCase())
-      .optional(),
-  })
-  .strict();
 export type TokenizerSource = z.infer<typeof tokenizerSourceSchema>;
-
-export const modelSchema = z
-  .object({
-    /** Selection policy per pool. */
-    policy: z
-      .object({
-        prefill: policySchema.default("round_robin"),
-        decode: policySchema.default("round_robin"),
-        regular: policySchema.default("round_robin"),
-      })
-      .strict()
-      .default({ prefill: "round_robin", decode: "round_robin", regular: "round_robin" }),
-    prefill: z.array(engineSchema).default([]),
-    decode: z.array(engineSchema).default([]),
-    encode: z.array(engineSchema).default([]),
-    /** Engines that serve whole requests (aggregated, non-PD). */
-    regular: z.array(engineSchema).default([]),
-    /** When the prefill leg pays for this model (docs/pd.md, "The decider"). */
-    pd: modelPdSchema,
-    /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
-     *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
-    tokenizer: tokenizerSourceSchema.optional(),
-  })
-  .strict();
-
-export const gatewayConfigSchema = z
-  .object({
-    models: z.record(z.string().min(1), modelSchema),
-    limits: z
-      .object({
-        /** Largest accepted request body, bytes. */
-        max_body_bytes: z.number().int().min(1024).default(4 * 1024 * 1024),
-        /** Largest n a client may ask for. */
-        max_n: z.number().int().min(1).default(16),
-        /** Largest accepted request header block (names + values), bytes. */
-        max_header_bytes: z.number().int().min(1024).default(16 * 1024),
-        /** Abort RPC calls one data-plane credential may have in flight per isolate; more get
-         *  429, so an Abort flood cannot slow other tenants down. */
-        max_concurrent_aborts_per_key: z.number().int().min(1).default(2),
-      })
-      .strict()
-      .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2 }),
-    pd: z
-      .object({
-        /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */
-        deferred_abort_max_ms: z.number().int().min(0).max(29_000).default(25_000),
-        /** How long discovered engine metadata (GetServerInfo) is cached per isolate (ms). */
-        engine_info_ttl_ms: z.number().int().min(0).default(60_000),
-        /** The prefill leg must finish within this (ms), else 504 prefill_timeout (retryable). */
-        prefill_timeout_ms: z.number().int().min(1).default(60_000),
-        /** Decode (or a regular engine) must send its first frame within this (ms), else 504. */
-        first_frame_timeout_ms: z.number().int().min(1).default(60_000),
-      })
-      .strict()
-      .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000, prefill_timeout_ms: 60_000, first_frame_timeout_ms: 60_000 }),
-    /** Active health checks (upstream defaults). */
-    health: z
-      .object({
-        interval_secs: z.number().int().min(1).default(60),
-        timeout_secs: z.number().int().min(1).default(5),
-        success_threshold: z.number().int().min(1).default(2),
-        failure_threshold: z.number().int().min(1).default(3),
-        /** Path probed on openai-http engines (VllmEngine engines get the HealthCheck RPC). */
-        endpoint: z.string().startsWith("/").default("/health"),
-        disabled: z.boolean().default(false),
-      })
-      .strict()
-      .default({ interval_secs: 60, timeout_secs: 5, success_threshold: 2, failure_threshold: 3, endpoint: "/health", disabled: false }),
-    /** Circuit breaker per engine (upstream router defaults). */
-    breaker: z
-      .object({
-        failure_threshold: z.number().int().min(1).default(10),
-        success_threshold: z.number().int().min(1).default(3),
-        timeout_secs: z.number().min(0).default(60),
-        disabled: z.boolean().default(false),
-      })
-      .strict()
-      .default({ failure_threshold: 10, success_threshold: 3, timeout_secs: 60, disabled: false }),
-    /** Retries of a failed attempt that sent nothing to the client yet (upstream defaults). */
-    retry: z
-      .object({
-        /** Total attempts, including the first. */
-        max_retries: z.number().int().min(1).max(20).default(5),
-        initial_backoff_ms: z.number().int().min(0).default(50),
-        max_backoff_ms: z.number().int().min(0).default(30_000),
-        backoff_multiplier: z.number().min(1).default(1.5),
-        jitter_factor: z.number().min(0).max(1).default(0.2),
-        /** Budget for all backoff sleeps of one request. */
-        max_total_backoff_ms: z.number().int().min(0).default(5_000),
-        /** Engine statuses that mean "full": retried on another engine, never a breaker
-         *  success or failure (upstream capacity pushback). */
-        capacity_status_codes: z.array(z.number().int().min(400).max(599)).default([429]),
-        disabled: z.boolean().default(false),
-      })
-      .strict()
-      .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, capacity_status_codes: [429], disabled: false }),
-    /** Engines added at run time through the admin API. */
-    registry: z
-      .object({
-        /** Host patterns an engine URL may use ("*.example.com", "10.0.0.*", "127.0.0.1"); empty = none allowed. */
-        allowed_hosts: z.array(z.string().min(1)).default([]),
-        /** How long a per-isolate snapshot of the registry is used before a background refresh (ms). */
-        snapshot_ttl_ms: z.number().int().min(0).default(5_000),
-      })
-      .strict()
-      .default({ allowed_hosts: [], snapshot_ttl_ms: 5_000 }),
-    /** GetLoads polling for power_of_two. */
-    loads: z
-      .object({
-        enabled: z.boolean().default(false),
-        ttl_ms: z.number().int().min(100).default(10_000),
-      })
-      .strict()
-      .default({ enabled: false, ttl_ms: 10_000 }),
-    /** Data-plane authentication. Keys come from the API_KEYS secret (comma-separated). */
-    auth: z
-      .object({
-        /** "api_keys": every /v1 and VllmEngine request needs `Authorization: Bearer <key>`;
-         *  "open": no key needed (only say so explicitly). */
-        data_plane: z.enum(["api_keys", "open"]).default("api_keys"),
-      })
-      .strict()
-      .default({ data_plane: "api_keys" }),
-    /** CORS for browser Connect / gRPC-web / OpenAI clients. */
-    cors: z
-      .object({
-        /** Exact origins ("https://app.example.com") or "*"; empty = no CORS headers. */
-        allowed_origins: z.array(z.string().min(1)).default([]),
-        max_age_secs: z.number().int().min(0).default(600),
-      })
-      .strict()
-      .default({ allowed_origins: [], max_age_secs: 600 }),
-    debug: z
-      .object({
-        /** Honour the `x-pd-override` request header (benchmarks and tests only). */
-        allow_pd_overrides: z.boolean().default(false),
-      })
-      .strict()
-      .default({ allow_pd_overrides: false }),
-  })
-  .strict();
-
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ModelPools = GatewayConfig["models"][string];
 export type ModelPolicies = ModelPools["policy"];

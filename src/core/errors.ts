@@ -1,7 +1,7 @@
 // The gateway-wide error type and the status mappings between Connect/gRPC codes and HTTP
 // (pd-reference 2.10). Surfaces render a GatewayError in their own shape; nothing here knows
 // about a surface, an engine transport or the PD pipeline.
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "./grpc-code.js";
 
 export class GatewayError extends Error {
   override name = "GatewayError";
@@ -98,7 +98,13 @@ export function clientCancelledError(): GatewayError {
 
 /** A failure's message without stack or class noise. */
 export function errorText(err: unknown): string {
-  if (err instanceof ConnectError) return err.rawMessage;
+  if (isConnectError(err)) return err.rawMessage;
   if (err instanceof Error) return err.message || err.name;
   return String(err);
+}
+
+/** `err instanceof ConnectError` without importing ConnectError, whose module pulls protobuf's
+ *  runtime and descriptors into the isolate's start-up. */
+export function isConnectError(err: unknown): err is Error & { code: Code; rawMessage: string } {
+  return err instanceof Error && err.name === "ConnectError" && typeof (err as { rawMessage?: unknown }).rawMessage === "string";
 }

@@ -60,6 +60,10 @@ export function truncateUtf8(s: string, maxBytes: number): string {
  *  per-blob cap that fits ("water filling"), so short labels (version, event type, enums)
  *  are never touched and one huge value cannot crowd out the rest. */
 export function fitBlobs(blobs: string[], budget: number = MAX_BLOB_BYTES_TOTAL): string[] {
+  // Fast path, no UTF-8 measuring: a UTF-16 code unit is at most 3 UTF-8 bytes.
+  let units = 0;
+  for (const b of blobs) units += b.length;
+  if (units * 3 <= budget) return blobs;
   const sizes = blobs.map(utf8Length);
   let total = 0;
   for (const s of sizes) total += s;

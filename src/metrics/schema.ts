@@ -102,12 +102,30 @@ export function doublePosition(type: GatewayEvent["type"], name: string): number
 /** One data point for one event, within the Analytics Engine limits (src/metrics/limits.ts):
  *  the model is cut to the 96-byte index, over-long blobs are cut to fit 16 KB in total. */
 export function encodeEvent(event: GatewayEvent): AnalyticsEngineDataPoint {
-  const layout = layoutOf(event.type)!;
-  const e = event as unknown as Record<string, unknown>;
-  const blobs = [SCHEMA_VERSION, event.type];
-  for (const b of layout.blobs) blobs.push(typeof b === "string" ? blobString(e[b]) : b.of(e));
-  const doubles = layout.doubles.map((k) => (typeof e[k] === "number" ? (e[k] as number) : Number.NaN));
-  return { indexes: [truncateUtf8(String(e.model ?? ""), MAX_INDEX_BYTES)], blobs: fitBlobs(blobs), doubles };
+  const encode = (encoders[event.type] ??= compileEncoder(event.type));
+  return encode(event as unknown as Record<string, unknown>);
+}
+
+type Encoder = (e: Record<string, unknown>) => AnalyticsEngineDataPoint;
+const encoders: Partial<Record<string, Encoder>> = {};
+
+/** A layout turned into one function (built on the type's first event): the blob and double
+ *  readers resolved once, not per event. */
+function compileEncoder(type: string): Encoder {
+  const layout = layoutOf(type)!;
+  const blobReaders = layout.blobs.map((b): ((e: Record<string, unknown>) => string) => (typeof b === "string" ? (e) => blobString(e[b]) : b.of));
+  const doubleKeys = layout.doubles;
+  return (e) => {
+    const blobs = [SCHEMA_VERSION, type];
+    for (const read of blobReaders) blobs.push(read(e));
+    const doubles: number[] = [];
+    for (const k of doubleKeys) {
+      const v = e[k];
+      doubles.push(typeof v === "number" ? v : Number.NaN);
+    }
+    const model = e.model;
+    return { indexes: [truncateUtf8(typeof model === "string" ? model : String(model ?? ""), MAX_INDEX_BYTES)], blobs: fitBlobs(blobs), doubles };
+  };
 }
 
 /** The inverse of encodeEvent (tests, the dev endpoint). Flags are not event fields and are

@@ -1,7 +1,7 @@
 // Rejections issued before a request reaches a surface (auth, limits, rate limiting), in the
 // caller's own protocol: gRPC-web gets a trailers-only response, Connect a Connect error
 // JSON, everything else the OpenAI error shape. All carry x-gateway-error-code.
-import { Code } from "@connectrpc/connect";
+import { Code } from "../core/grpc-code.js";
 import { connectCodeForStatus } from "../core/errors.js";
 
 const CONNECT_CODE_NAMES: Partial<Record<Code, string>> = {

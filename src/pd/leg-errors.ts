@@ -2,7 +2,7 @@
 // transport (pd-reference 2.10 for VllmEngine engines, 6 for OpenAI HTTP engines). Each
 // message ends by naming the leg and the engine's configured name; its URL goes only to the
 // log. Pure.
-import { Code } from "@connectrpc/connect";
+import { Code } from "../core/grpc-code.js";
 import { GatewayError, UpstreamStatusError } from "../core/errors.js";
 import type { LegFailure } from "../core/leg-transport.js";
 import type { Leg } from "../core/types.js";

@@ -2,7 +2,8 @@
 // are healthy iff it says so; openai-http engines get GET {url}{health.endpoint} and are
 // healthy iff it answers 2xx. A probe never throws: failures come back with a reason, which
 // ends up in the engine's lastError for operators.
-import { ConnectError, Code } from "@connectrpc/connect";
+import { Code } from "../core/grpc-code.js";
+import { isConnectError } from "../core/errors.js";
 import { engineFetchFor } from "../backends/fetch.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { healthProbeUrl } from "./engine-url.js";
@@ -27,7 +28,7 @@ export async function probeEngine(target: ProbeTarget, health: Pick<HealthConfig
     const res = await vllmEngineClient(target).healthCheck({}, { timeoutMs });
     return res.healthy ? result(true) : result(false, `HealthCheck: not healthy${res.message ? ` (${res.message})` : ""}`);
   } catch (err) {
-    if (err instanceof ConnectError && err.code === Code.DeadlineExceeded) {
+    if (isConnectError(err) && err.code === Code.DeadlineExceeded) {
       return result(false, `HealthCheck did not answer within ${health.timeout_secs} s`);
     }
     return result(false, `HealthCheck failed: ${text(err)}`);

@@ -35,7 +35,9 @@ export const OUTCOME_FLUSH_DELAY_MS = 250;
 /** Outcomes kept per isolate between flushes; the oldest go first beyond this. */
 const MAX_BUFFERED_OUTCOMES = 1_000;
 
-const MODEL_DEFAULTS = modelSchema.parse({});
+// Parsed on first use: building the config schemas is start-up CPU an isolate may never need.
+let modelDefaults: ReturnType<typeof modelSchema.parse> | undefined;
+const MODEL_DEFAULTS = () => (modelDefaults ??= modelSchema.parse({}));
 
 interface IsolateState {
   data: RegistrySnapshot | undefined;
@@ -155,7 +157,7 @@ export function mergeModels(models: Record<string, LoadedModel>, engines: readon
       console.error(JSON.stringify({ msg: "registry engine skipped", engine: String(e.id), problem }));
       continue;
     }
-    const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS.policy }, pd: { ...MODEL_DEFAULTS.pd }, prefill: [], decode: [], encode: [], regular: [] });
+    const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS().policy }, pd: { ...MODEL_DEFAULTS().pd }, prefill: [], decode: [], encode: [], regular: [] });
     if (m[e.role].some((c) => c.name === e.id)) continue;
     m[e.role].push(toEngineConfig(e));
   }

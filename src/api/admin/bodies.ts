@@ -1,7 +1,9 @@
 // Admin API request bodies: the config's engine entry schema plus model and role, so an
 // engine registered at run time takes exactly the keys a config engine does. Every failure
 // is a 400 whose message and `param` name the field.
-import { z } from "zod";
+// A namespace import: esbuild keeps only the members used (`import { z }` keeps all of zod,
+// its locales included: ~110 KiB of gzip in the bundle).
+import * as z from "zod";
 import { engineSchema } from "../../config/schema.js";
 import { GatewayError } from "../../core/errors.js";
 import { ENGINE_ROLES } from "../../routing/registry-types.js";

@@ -4,7 +4,7 @@
 // engine's answer goes back as it comes (event by event) or whole. One `request` event per
 // client request, whatever happens.
 import { routedConfig, type GatewayContext } from "../../context.js";
-import { readBounded } from "../../core/body.js";
+import { concatBytes } from "../../core/body.js";
 import { clientCancelledError, errorText, GatewayError, UpstreamStatusError } from "../../core/errors.js";
 import { uuidv7 } from "../../core/ids.js";
 import { optional } from "../../core/optional.js";
@@ -138,24 +138,25 @@ function isTokenIds(prompt: unknown): prompt is number[] {
   return Array.isArray(prompt) && prompt.length > 0 && prompt.every((x) => typeof x === "number");
 }
 
-/** A non-streamed answer, whole (bounded). */
+/** A non-streamed answer, whole (bounded), read straight off the leg (no stream around it). */
 async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>): Promise<Uint8Array> {
-  const source = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const r = await stream.next();
-      if (r.done) controller.close();
-      else controller.enqueue(r.value);
-    },
-    cancel: () => stream.cancel(),
-  });
+  const chunks: Uint8Array[] = [];
+  let size = 0;
   try {
-    return await readBounded(source, MAX_RESPONSE_BYTES);
+    for (;;) {
+      const r = await stream.next();
+      if (r.done) break;
+      size += r.value.byteLength;
+      if (size > MAX_RESPONSE_BYTES) throw new GatewayError("response_too_large", 502, `engine response: body is larger than ${MAX_RESPONSE_BYTES} bytes`);
+      chunks.push(r.value);
+    }
   } catch (err) {
     stream.cancel();
     if (gw.clientSignal.aborted) throw clientCancelledError();
     if (err instanceof GatewayError) throw err;
     throw new GatewayError("response_too_large", 502, `engine response: ${errorText(err)}`);
   }
+  return concatBytes(chunks, size);
 }
 
 function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, started: number, end: RelayEnd): void {

@@ -1,12 +1,12 @@
 // Reads and checks an OpenAI request: the size limit (declared content-length and the bytes
-// actually read), UTF-8, JSON, then the schema. Every failure is a 4xx GatewayError that
-// names the field in `param`; the JSON text itself is kept for forwarding.
-import type { z } from "zod";
+// actually read), UTF-8, JSON, then the fields the gateway reads (schemas.ts). Every failure
+// is a 4xx GatewayError that names the field in `param`; the JSON text itself is kept for
+// forwarding. One read, one decode, one JSON.parse per request.
 import { BodyTooLargeError, readBounded } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { normaliseN } from "../../pd/skip.js";
-import { requestSchema } from "./schemas.js";
+import { checkOpenAiBody } from "./schemas.js";
 
 export interface OpenAiRequest {
   route: OpenAiRoute;
@@ -26,23 +26,35 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError("body_too_large", 413, `body: larger than the limit of ${limit} bytes`);
 }
 
+// Reusable: a fatal decoder keeps no state between whole (non-streamed) decodes.
+let utf8: TextDecoder | undefined;
+
 /** The body as text, refusing more than `maxBytes` whether or not content-length says so. */
 export async function readBodyText(req: Request, maxBytes: number): Promise<string> {
   const declared = req.headers.get("content-length");
-  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  const length = declared === null ? Number.NaN : declaredLength(declared);
+  if (length > maxBytes) throw tooLarge(maxBytes);
   if (!req.body) return "";
   let bytes: Uint8Array;
   try {
-    bytes = await readBounded(req.body, maxBytes);
+    // With a declared length the runtime bounds the body to it: read it in one native call.
+    bytes = Number.isNaN(length) ? await readBounded(req.body, maxBytes) : new Uint8Array(await req.arrayBuffer());
   } catch (err) {
     if (err instanceof BodyTooLargeError) throw tooLarge(maxBytes);
     throw invalid("request body could not be read", null, "invalid_body");
   }
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
   try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    return (utf8 ??= new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })).decode(bytes);
   } catch {
     throw invalid("request body is not valid UTF-8", null, "invalid_json");
   }
+}
+
+/** content-length as a number; NaN when it is not a plain decimal. */
+function declaredLength(v: string): number {
+  const t = v.trim();
+  return /^\d+$/.test(t) ? Number(t) : Number.NaN;
 }
 
 /** Zod issue path -> the OpenAI `param` form: messages[0].content, stream_options.include_usage. */
@@ -55,29 +67,21 @@ export function paramOf(path: readonly PropertyKey[]): string {
   return out;
 }
 
-const issueMessages: z.core.$ZodErrorMap = (iss) =>
-  iss.code === "invalid_type" && iss.input === undefined ? "is required" : undefined;
-
 /** Parses and checks a request body text. Pure. */
 export function parseOpenAiRequest(route: OpenAiRoute, text: string, maxN: number): OpenAiRequest {
-  if (text.trim() === "") throw invalid("request body is empty; expected a JSON object", null, "invalid_json");
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
+    if (text.trim() === "") throw invalid("request body is empty; expected a JSON object", null, "invalid_json");
     throw invalid(`request body is not valid JSON: ${(err as Error).message}`, null, "invalid_json");
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw invalid("request body must be a JSON object", null);
   }
-  const checked = requestSchema(route, maxN).safeParse(json, { error: issueMessages });
-  if (!checked.success) {
-    const first = checked.error.issues[0]!;
-    const param = paramOf(first.path);
-    const more = checked.error.issues.length > 1 ? ` (and ${checked.error.issues.length - 1} more)` : "";
-    throw invalid(`${param || "(body)"}: ${first.message}${more}`, param || null);
-  }
   const body = json as Record<string, unknown>;
+  const issue = checkOpenAiBody(route, body, maxN);
+  if (issue) throw invalid(`${issue.param || "(body)"}: ${issue.message}`, issue.param || null);
   // max_n bounds the sequences decoded, not just n: a batch of prompts multiplies it.
   const width = fanoutWidth(route, body);
   if (width > maxN) {

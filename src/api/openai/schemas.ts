@@ -1,87 +1,125 @@
-// zod schemas for the OpenAI requests the gateway accepts. They check the types of the fields
-// the gateway reads or that commonly arrive wrong, and let every other field through: the
-// engine receives the client's own JSON, never this schema's output. Value ranges beyond
-// these (temperature bounds, logprobs limits) are the engine's to enforce.
-import { z } from "zod";
+// The checks of the OpenAI requests the gateway accepts, hand-written (no zod on the request
+// path: building and running a zod schema cost more CPU than the rest of a request). They check
+// the types of the fields the gateway reads or that commonly arrive wrong, and let every other
+// field through: the engine receives the client's own JSON. Value ranges beyond these
+// (temperature bounds, logprobs limits) are the engine's to enforce. The first problem, in
+// field order, is reported with the field's path in the OpenAI `param` form.
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 
-const int = () => z.number().int();
+export interface BodyIssue {
+  /** messages[0].content, stream_options.include_usage; "" for the body itself. */
+  param: string;
+  message: string;
+}
+
+type Check = (v: unknown, maxN: number) => string | undefined;
+
+const kind = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" && !Number.isFinite(v) ? "a non-finite number" : typeof v);
+const expected = (what: string, v: unknown) => (v === undefined ? "is required" : `expected ${what}, received ${kind(v)}`);
+
+const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const str: Check = (v) => (typeof v === "string" ? undefined : expected("string", v));
+const bool: Check = (v) => (typeof v === "boolean" ? undefined : expected("boolean", v));
+const num: Check = (v) => (isNumber(v) ? undefined : expected("number", v));
+const int = (min?: number, minMessage = `must be at least ${min}`): Check => (v) => {
+  if (!isInt(v)) return isNumber(v) ? "expected an integer" : expected("integer", v);
+  if (min !== undefined && v < min) return minMessage;
+  return undefined;
+};
 /** seed is an int64 upstream: any integer, not only the safe range. */
-const anyInteger = () => z.number().refine(Number.isInteger, { message: "expected an integer" });
-const tokenIds = () => z.array(int().min(0, { message: "token ids must be non-negative" }));
+const anyInteger: Check = (v) => (isNumber(v) ? (Number.isInteger(v) ? undefined : "expected an integer") : expected("number", v));
+const stop: Check = (v) => (typeof v === "string" || (Array.isArray(v) && v.every((s) => typeof s === "string")) ? undefined : "expected a string or an array of strings");
+const intList: Check = (v) => (Array.isArray(v) && v.every(isInt) ? undefined : "expected an array of integers");
+const logitBias: Check = (v) => (isObject(v) && Object.values(v).every(isNumber) ? undefined : "expected an object of numbers");
 
-function common(maxN: number) {
-  return {
-    model: z.string().min(1, { message: "must not be empty" }),
-    stream: z.boolean().nullish(),
-    stream_options: z.looseObject({ include_usage: z.boolean().nullish(), continuous_usage_stats: z.boolean().nullish() }).nullish(),
-    n: int().min(1, { message: "must be at least 1" }).max(maxN, { message: `must be at most ${maxN}` }).nullish(),
-    max_tokens: int().min(1, { message: "must be at least 1" }).nullish(),
-    stop: z.union([z.string(), z.array(z.string())]).nullish(),
-    seed: anyInteger().nullish(),
-    temperature: z.number().nullish(),
-    top_p: z.number().nullish(),
-    top_k: int().nullish(),
-    min_p: z.number().nullish(),
-    presence_penalty: z.number().nullish(),
-    frequency_penalty: z.number().nullish(),
-    repetition_penalty: z.number().nullish(),
-    logit_bias: z.record(z.string(), z.number()).nullish(),
-    user: z.string().nullish(),
-    min_tokens: int().min(0, { message: "must be at least 0" }).nullish(),
-    ignore_eos: z.boolean().nullish(),
-    stop_token_ids: z.array(int()).nullish(),
-    prompt_logprobs: int().min(0).nullish(),
-  };
-}
+type Field = readonly [name: string, check: Check];
 
-function chatSchema(maxN: number) {
-  return z.looseObject({
-    ...common(maxN),
-    messages: z
-      .array(
-        z.looseObject({
-          role: z.string(),
-          content: z.union([z.string(), z.array(z.unknown()), z.null()]).optional(),
-        }),
-      )
-      .min(1, { message: "must contain at least one message" }),
-    max_completion_tokens: int().min(1, { message: "must be at least 1" }).nullish(),
-    logprobs: z.boolean().nullish(),
-    top_logprobs: int().min(0).nullish(),
-  });
-}
+/** Absent or null is fine for every optional field. */
+const COMMON: readonly Field[] = [
+  ["stream", bool],
+  ["stream_options", (v) => (isObject(v) ? undefined : expected("object", v))],
+  ["n", (v, maxN) => int(1)(v, maxN) ?? ((v as number) > maxN ? `must be at most ${maxN}` : undefined)],
+  ["max_tokens", int(1)],
+  ["stop", stop],
+  ["seed", anyInteger],
+  ["temperature", num],
+  ["top_p", num],
+  ["top_k", int()],
+  ["min_p", num],
+  ["presence_penalty", num],
+  ["frequency_penalty", num],
+  ["repetition_penalty", num],
+  ["logit_bias", logitBias],
+  ["user", str],
+  ["min_tokens", int(0)],
+  ["ignore_eos", bool],
+  ["stop_token_ids", intList],
+  ["prompt_logprobs", int(0)],
+];
+const CHAT: readonly Field[] = [
+  ["max_completion_tokens", int(1)],
+  ["logprobs", bool],
+  ["top_logprobs", int(0)],
+];
+const COMPLETION: readonly Field[] = [
+  ["echo", bool],
+  ["logprobs", int(0)],
+  ["best_of", int(1)],
+  ["suffix", str],
+];
+const STREAM_OPTIONS: readonly Field[] = [
+  ["include_usage", bool],
+  ["continuous_usage_stats", bool],
+];
 
-function completionSchema(maxN: number) {
-  return z.looseObject({
-    ...common(maxN),
-    prompt: z.union(
-      [
-        z.string(),
-        z.array(z.string()).min(1),
-        tokenIds().min(1),
-        z.array(tokenIds().min(1)).min(1),
-      ],
-      { message: "must be a string, an array of strings, an array of token ids, or an array of those" },
-    ),
-    echo: z.boolean().nullish(),
-    logprobs: int().min(0).nullish(),
-    best_of: int().min(1).nullish(),
-    suffix: z.string().nullish(),
-  });
-}
-
-export type OpenAiSchema = ReturnType<typeof chatSchema> | ReturnType<typeof completionSchema>;
-
-const cache = new Map<string, OpenAiSchema>();
-
-/** The schema for a route under a config's max_n (built once per isolate and limit). */
-export function requestSchema(route: OpenAiRoute, maxN: number): OpenAiSchema {
-  const key = `${route} ${maxN}`;
-  let s = cache.get(key);
-  if (!s) {
-    s = route === "/v1/chat/completions" ? chatSchema(maxN) : completionSchema(maxN);
-    cache.set(key, s);
+function fields(o: Record<string, unknown>, list: readonly Field[], maxN: number, prefix = ""): BodyIssue | undefined {
+  for (const [name, check] of list) {
+    const v = o[name];
+    if (v === undefined || v === null) continue;
+    const message = check(v, maxN);
+    if (message !== undefined) return { param: prefix + name, message };
   }
-  return s;
+  return undefined;
+}
+
+function messages(v: unknown): BodyIssue | undefined {
+  if (!Array.isArray(v)) return { param: "messages", message: expected("array", v) };
+  if (v.length === 0) return { param: "messages", message: "must contain at least one message" };
+  for (let i = 0; i < v.length; i++) {
+    const m: unknown = v[i];
+    if (!isObject(m)) return { param: `messages[${i}]`, message: expected("object", m) };
+    if (typeof m.role !== "string") return { param: `messages[${i}].role`, message: expected("string", m.role) };
+    const c = m.content;
+    if (c !== undefined && c !== null && typeof c !== "string" && !Array.isArray(c)) {
+      return { param: `messages[${i}].content`, message: `expected a string, an array or null, received ${kind(c)}` };
+    }
+  }
+  return undefined;
+}
+
+const tokenIds = (v: unknown): boolean => Array.isArray(v) && v.length > 0 && v.every((t) => isInt(t) && t >= 0);
+
+function prompt(v: unknown): BodyIssue | undefined {
+  const ok =
+    typeof v === "string" ||
+    (Array.isArray(v) && v.length > 0 && (v.every((p) => typeof p === "string") || tokenIds(v) || v.every(tokenIds)));
+  return ok ? undefined : { param: "prompt", message: v === undefined ? "is required" : "must be a string, an array of strings, an array of token ids, or an array of those" };
+}
+
+/** The first problem with a request body (a JSON object), or undefined when it is fine. */
+export function checkOpenAiBody(route: OpenAiRoute, body: Record<string, unknown>, maxN: number): BodyIssue | undefined {
+  const model = body.model;
+  if (typeof model !== "string") return { param: "model", message: expected("string", model) };
+  if (model === "") return { param: "model", message: "must not be empty" };
+  const common = fields(body, COMMON, maxN);
+  if (common) return common;
+  if (isObject(body.stream_options)) {
+    const so = fields(body.stream_options, STREAM_OPTIONS, maxN, "stream_options.");
+    if (so) return so;
+  }
+  if (route === "/v1/chat/completions") return messages(body.messages) ?? fields(body, CHAT, maxN);
+  return prompt(body.prompt) ?? fields(body, COMPLETION, maxN);
 }

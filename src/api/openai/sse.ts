@@ -96,3 +96,143 @@ export function usageOf(chunk: Record<string, unknown>): Usage | undefined {
   if (typeof o.completion_tokens === "number") out.completionTokens = o.completion_tokens;
   return out;
 }
+
+// ---- Byte-level scanning for the relay's fast path ----------------------------------------
+// The relay forwards the engine's bytes as they are and only looks at them: where the last
+// complete event ends, and whether any event may be the [DONE] marker, an in-band error or a
+// usage report (those few are decoded and parsed; every other chunk is never decoded).
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Index just past the last complete event in `b` (0 when none is complete yet). Same rules
+ *  as splitSseEvents: an event ends at two consecutive line ends (CRLF, LF or a lone CR), and
+ *  a CR at the very end may be the first half of a CRLF, so it waits for more bytes. */
+export function completeEventsEnd(b: Uint8Array): number {
+  const n = b.length;
+  // vLLM writes each event whole: "data: {...}\n\n".
+  if (n >= 2 && b[n - 1] === LF && b[n - 2] === LF) return n;
+  let cut = 0;
+  let prevEnd = -1;
+  for (let i = 0; i < n; ) {
+    const c = b[i];
+    if (c !== LF && c !== CR) {
+      i++;
+      continue;
+    }
+    let e = i + 1;
+    if (c === CR && e < n && b[e] === LF) e++;
+    if (prevEnd === i) {
+      if (e === n && b[n - 1] === CR) break;
+      cut = e;
+      prevEnd = -1;
+    } else prevEnd = e;
+    i = e;
+  }
+  return cut;
+}
+
+const ascii = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
+const DONE = ascii("[DONE]");
+const DATA_FIELD = ascii("data:");
+
+/** Index of `pattern` in `b` from `from`, or -1 (native indexOf on the first byte). */
+export function indexOfBytes(b: Uint8Array, pattern: Uint8Array, from = 0): number {
+  const m = pattern.length;
+  const last = b.length - m;
+  const first = pattern[0]!;
+  for (let i = b.indexOf(first, from); i >= 0 && i <= last; i = b.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < m && b[i + j] === pattern[j]) j++;
+    if (j === m) return i;
+  }
+  return -1;
+}
+
+const isWs = (c: number | undefined) => c === 0x20 || c === 0x09 || c === LF || c === CR;
+
+/** The first byte of the value of the key that ends just before `at` ("key" then ':'), or -1
+ *  when no ':' follows. */
+function valueAt(b: Uint8Array, at: number): number {
+  let i = at;
+  while (isWs(b[i])) i++;
+  if (b[i] !== 0x3a) return -1;
+  i++;
+  while (isWs(b[i])) i++;
+  return i < b.length ? i : -1;
+}
+
+/** Events that must be decoded and parsed: the [DONE] marker, an in-band error, a usage
+ *  report. A false positive only costs a parse; JSON that spells these keys with escapes
+ *  (`"\u0065rror"`) is not recognised (no server writes that). */
+export function needsParse(events: Uint8Array): boolean {
+  return scanEvents(events).parse;
+}
+
+const at = (b: Uint8Array, i: number, key: Uint8Array) => {
+  if (i + key.length > b.length) return false;
+  for (let j = 0; j < key.length; j++) if (b[i + j] !== key[j]) return false;
+  return true;
+};
+const K_ERROR = ascii('error"');
+const K_USAGE = ascii('usage"');
+const K_TEXT = ascii('text"');
+const K_TOOL_CALLS = ascii('tool_calls"');
+const K_CONTENT = ascii('content"');
+const K_REASONING = ascii('reasoning_content"');
+
+/** One pass over the events' quotes: whether any may need a parse (needsParse), and the
+ *  output pieces (countOutputPieces). Only quotes that open a member name count: preceded by
+ *  `{`, `,` or whitespace, which a quote inside a JSON string (escaped) or opening a value
+ *  (after `:`) never is. */
+export function scanEvents(b: Uint8Array): { parse: boolean; pieces: number } {
+  if (indexOfBytes(b, DONE) >= 0) return { parse: true, pieces: 0 };
+  let pieces = 0;
+  for (let q = b.indexOf(0x22); q >= 0; q = b.indexOf(0x22, q + 1)) {
+    const before = b[q - 1];
+    if (before !== 0x7b && before !== 0x2c && !isWs(before)) continue;
+    const k = q + 1;
+    let key: Uint8Array | undefined;
+    switch (b[k]) {
+      case 0x65: // e
+        key = K_ERROR;
+        break;
+      case 0x75: // u
+        key = K_USAGE;
+        break;
+      case 0x74: // t
+        key = b[k + 1] === 0x65 ? K_TEXT : K_TOOL_CALLS;
+        break;
+      case 0x63: // c
+        key = K_CONTENT;
+        break;
+      case 0x72: // r
+        key = K_REASONING;
+        break;
+      default:
+        continue;
+    }
+    if (!at(b, k, key)) continue;
+    const v = valueAt(b, k + key.length);
+    if (v < 0) continue;
+    const c = b[v];
+    if (key === K_ERROR || key === K_USAGE) {
+      if (c !== 0x6e) return { parse: true, pieces }; // not null
+    } else if (key === K_TOOL_CALLS) {
+      if (c === 0x5b) pieces++;
+    } else if (c === 0x22 && b[v + 1] !== 0x22) pieces++;
+    q = v - 1;
+  }
+  return { parse: false, pieces };
+}
+
+export function hasDataField(events: Uint8Array): boolean {
+  return indexOfBytes(events, DATA_FIELD) >= 0;
+}
+
+/** ≈ outputPieces over every chunk in `events` without parsing them: "text" and "content"
+ *  (or "reasoning_content") members holding a non-empty string, and "tool_calls" arrays. A
+ *  choice with both content and reasoning_content counts twice, which vLLM does not send. */
+export function countOutputPieces(events: Uint8Array): number {
+  return scanEvents(events).pieces;
+}

@@ -52,6 +52,21 @@ describe("sseRelay", () => {
     expect(state.closed).toBe(true);
   });
 
+  it("an in-band error split across chunks is still found and replaced", async () => {
+    const err = `data: ${JSON.stringify({ error: { message: "split", code: 503 } })}\n\n`;
+    const all = chunk("a") + err;
+    const at = chunk("a").length + 12;
+    const { text, end } = await run([all.slice(0, at), all.slice(at), "data: [DONE]\n\n"]);
+    expect(text).toBe(`${chunk("a")}data: {"error":{"message":"split","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
+    expect(end).toMatchObject({ outcome: "failed", status: 503 });
+  });
+
+  it("counts output without usage from the bytes, and takes usage when sent", async () => {
+    const noUsage = await run([chunk("a") + chunk("b") + chunk("c"), "data: [DONE]\n\n"]);
+    expect(noUsage.end.stats).toMatchObject({ firstEventAt: 110, outputPieces: 3 });
+    expect(noUsage.end.stats.usage).toBeUndefined();
+  });
+
   it("a broken connection ends with one error event", async () => {
     const { text, end } = await run([chunk("a"), new TypeError("Network connection lost")]);
     expect(text).toBe(`${chunk("a")}data: {"error":{"message":"Decode stream error: Network connection lost","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);

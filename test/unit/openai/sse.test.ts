@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifySseEvent, outputPieces, splitSseEvents, sseData, usageOf } from "../../../src/api/openai/sse.js";
+import { classifySseEvent, completeEventsEnd, countOutputPieces, needsParse, outputPieces, splitSseEvents, sseData, usageOf } from "../../../src/api/openai/sse.js";
 
 describe("splitSseEvents", () => {
   it.each([
@@ -52,5 +52,45 @@ describe("outputPieces / usageOf", () => {
   it("reads usage", () => {
     expect(usageOf({ usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })).toEqual({ promptTokens: 3, completionTokens: 5 });
     expect(usageOf({ usage: null })).toBeUndefined();
+  });
+});
+
+describe("byte scanning (the relay's fast path)", () => {
+  const enc = (s: string) => new TextEncoder().encode(s);
+  it.each([
+    ["whole events", "data: a\n\ndata: b\n\n", 18],
+    ["a tail", "data: a\n\ndata: b", 9],
+    ["CRLF", "data: a\r\n\r\ndata: b\r\n", 11],
+    ["lone CR at the end waits", "data: a\r\n\r", 0],
+    ["lone CRs", "data: a\r\rdata: b", 9],
+    ["nothing yet", 'data: {"partial', 0],
+  ])("completeEventsEnd: %s", (_name, text, end) => {
+    expect(completeEventsEnd(enc(text))).toBe(end);
+    // Same cut as the string splitter.
+    const { events } = splitSseEvents(text);
+    expect(events.join("").length).toBe(end);
+  });
+  it.each([
+    ['data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n', false],
+    ['data: {"choices":[{"index":0,"text":"x"}],"usage":null}\n\n', false],
+    ['data: {"choices":[],"usage":{"prompt_tokens":1}}\n\n', true],
+    ['data: {"error":{"message":"boom"}}\n\n', true],
+    ['data: {"error": "plain"}\n\n', true],
+    ['data: {"choices":[{"delta":{"content":"say \\"error\\": yes"}}]}\n\n', false],
+    ["data: [DONE]\n\n", true],
+  ])("needsParse %j -> %s", (text, parse) => {
+    expect(needsParse(enc(text))).toBe(parse);
+  });
+  it.each([
+    [{ choices: [{ index: 0, delta: { role: "assistant", content: "" } }] }, 0],
+    [{ choices: [{ index: 0, delta: { content: " hi" } }, { index: 1, delta: { content: " yo" } }] }, 2],
+    [{ choices: [{ index: 0, text: " t", finish_reason: null }] }, 1],
+    [{ choices: [{ index: 0, delta: { reasoning_content: "r" } }] }, 1],
+    [{ choices: [{ index: 0, delta: { tool_calls: [] } }] }, 1],
+    [{ choices: [{ index: 0, delta: { content: 'a "text":"b"' } }] }, 1],
+    [{ choices: [] }, 0],
+  ])("countOutputPieces %j -> %i (as outputPieces)", (chunk, n) => {
+    expect(countOutputPieces(enc(`data: ${JSON.stringify(chunk)}\n\n`))).toBe(n);
+    expect(outputPieces(chunk)).toBe(n);
   });
 });
