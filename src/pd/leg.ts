@@ -17,6 +17,9 @@ export interface OutcomeReporter {
 
 export interface LegContext {
   model: string;
+  /** Told once when a stream handed to the surface ends, however it ends (drained, failed,
+   *  cancelled): no extra wrapper around every frame for it. */
+  onStreamEnd?(): void;
   /** Fires when the client goes away. */
   clientSignal: AbortSignal;
   waitUntil(promise: Promise<unknown>): void;
@@ -127,9 +130,11 @@ export async function openLeg<P, F>(
   let state: "waiting" | "streaming" | "done" = "waiting";
   const finish = () => {
     if (state === "done") return;
+    const handedOver = state === "streaming";
     state = "done";
     release();
     ctx.clientSignal.removeEventListener("abort", onClientGone);
+    if (handedOver) ctx.onStreamEnd?.();
   };
   let stopped = false;
   const stopNow = () => {

@@ -13,7 +13,7 @@ import type { EngineTarget, Leg, SkipReason } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { runAttempt, type AttemptResult, type GenerationJob } from "../pd/executor.js";
 import type { PlanInputs } from "../pd/plan.js";
-import type { LegStream, OutcomeReporter } from "../pd/leg.js";
+import type { OutcomeReporter } from "../pd/leg.js";
 import { engineRoutable } from "./admission.js";
 import type { IsolateState } from "./isolate.js";
 import { prefixKeyOf } from "./policies.js";
@@ -122,9 +122,10 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
         deferredAbortMaxMs: ctx.config.pd.deferred_abort_max_ms,
       },
       mintTransferId: () => `xfer-${uuidv7()}`,
+      onStreamEnd: untrack,
       ...(req.onDecision ? { onDecision: req.onDecision } : {}),
     });
-    return { ...result, stream: untilEnd(result.stream, untrack) };
+    return result;
   } catch (err) {
     untrack();
     throw err;
@@ -179,31 +180,4 @@ export function noEngineError(ctx: Pick<PipelineContext, "routing">, model: stri
     return new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, undefined, "model");
   }
   return new GatewayError("no_engine_available", 503, `No engine available for model '${model}'`);
-}
-
-/** Runs `onEnd` once when the stream ends however it ends: drained, failed or cancelled. */
-function untilEnd<F>(stream: LegStream<F>, onEnd: () => void): LegStream<F> {
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    onEnd();
-  };
-  return {
-    headers: () => stream.headers(),
-    async next() {
-      try {
-        const r = await stream.next();
-        if (r.done) end();
-        return r;
-      } catch (err) {
-        end();
-        throw err;
-      }
-    },
-    cancel() {
-      end();
-      stream.cancel();
-    },
-  };
 }

@@ -19,10 +19,14 @@ import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { pdOverrideOf } from "../pd-override.js";
 import { errorResponse, sseErrorResponse, toGatewayError } from "./errors.js";
-import { handleEngineGeneration } from "./engine-generation.js";
 import { modelAvailability } from "./models.js";
 import { sseRelay, type RelayEnd } from "./relay.js";
 import { fanoutWidth, parseOpenAiRequest, promptText, readBodyText, type OpenAiRequest } from "./request.js";
+
+/** The tokenizing path (and the tokenizer and template libraries under it) loads on the first
+ *  request to a model served by VllmEngine engines, not at the isolate's start-up. */
+let engineGeneration: Promise<typeof import("./engine-generation.js")> | undefined;
+const loadEngineGeneration = () => (engineGeneration ??= import("./engine-generation.js"));
 
 /** Bound on a non-streamed response the gateway holds before answering. */
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -80,7 +84,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     headers.set("x-request-id", requestId);
     const override = pdOverrideOf(req.headers, gw.config.debug.allow_pd_overrides);
     if (servingPath(gw, p.model) === "vllm-engine") {
-      return await handleEngineGeneration(gw, p, route, {
+      return await (await loadEngineGeneration()).handleEngineGeneration(gw, p, route, {
         requestId,
         headers,
         override,
