@@ -2,9 +2,8 @@
 // in-flight loads, local breakers, discovered engine metadata, engine-reported loads, the
 // client requests being served (for Abort), the registry view and the models' tokenizers. Tests build a fresh one.
 import { EngineInfoCache } from "../backends/engine-info.js";
-import { TokenizerBundles } from "../backends/tokenizer-bundles.js";
+import type { TokenizerBundles } from "../backends/tokenizer-bundles.js";
 import { ModelContexts } from "../backends/model-contexts.js";
-import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { EngineLoads } from "../core/in-flight.js";
 import { LocalBreakers } from "./breakers.js";
 import { ClientRequests } from "./client-requests.js";
@@ -18,8 +17,9 @@ export interface IsolateState {
   loadReadings: EngineLoadReadings;
   clientRequests: ClientRequests;
   registry: RegistryView;
-  /** Tokenizers of models the OpenAI surface serves over VllmEngine engines. */
-  tokenizers: TokenizerBundles;
+  /** Tokenizers of models the OpenAI surface serves over VllmEngine engines; created by that
+   *  path on its first request (tokenizersOf), so the tokenizer libraries never load at start-up. */
+  tokenizers?: TokenizerBundles;
   /** Context lengths of models served by VllmEngine engines (GetModelInfo). */
   modelContexts: ModelContexts;
 }
@@ -32,7 +32,6 @@ export function createIsolateState(): IsolateState {
     loadReadings: new EngineLoadReadings(),
     clientRequests: new ClientRequests(),
     registry: new RegistryView(),
-    tokenizers: new TokenizerBundles({ clientOf: vllmEngineClient }),
     modelContexts: new ModelContexts(),
   };
 }

@@ -16,7 +16,10 @@ export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 export const MODEL_NAME_RULE = "must be 1-128 letters, digits, '.', '_', ':', '/' or '-', starting with a letter or digit";
 
 const ROLES = new Set<string>(ENGINE_ROLES);
-const TRANSPORTS = new Set<string>(transportSchema.options);
+/** Built on first use: touching the schema at module scope would build every zod schema at the
+ *  isolate's start-up. */
+let transports: Set<string> | undefined;
+const TRANSPORTS = () => (transports ??= new Set<string>(transportSchema.options));
 const STATUSES = new Set<string>(["active", "draining"]);
 
 /** Why a registry entry (from storage or a snapshot) cannot be routed with, or undefined. */
@@ -26,7 +29,7 @@ export function registryEngineProblem(e: unknown): string | undefined {
   if (typeof r.id !== "string" || !ENGINE_ID_PATTERN.test(r.id)) return `id ${JSON.stringify(r.id)} ${ENGINE_ID_RULE}`;
   if (typeof r.model !== "string" || !MODEL_NAME_PATTERN.test(r.model)) return `model ${JSON.stringify(r.model)} ${MODEL_NAME_RULE}`;
   if (typeof r.role !== "string" || !ROLES.has(r.role)) return `role ${JSON.stringify(r.role)} is not one of ${ENGINE_ROLES.join(", ")}`;
-  if (typeof r.transport !== "string" || !TRANSPORTS.has(r.transport)) return `transport ${JSON.stringify(r.transport)} is not one of ${transportSchema.options.join(", ")}`;
+  if (typeof r.transport !== "string" || !TRANSPORTS().has(r.transport)) return `transport ${JSON.stringify(r.transport)} is not one of ${transportSchema.options.join(", ")}`;
   if (typeof r.status !== "string" || !STATUSES.has(r.status)) return `status ${JSON.stringify(r.status)} is not active or draining`;
   if (typeof r.url !== "string" || !isUrl(r.url)) return `url ${JSON.stringify(r.url)} is not a URL`;
   if (typeof r.labels !== "object" || r.labels === null || Array.isArray(r.labels)) return "labels is not an object";

@@ -1,5 +1,6 @@
 // GET /admin/engines (issue 16 item 8): config engines and registry engines alike, each with
 // its source, shared health and breaker state, and this isolate's breaker and in-flight count.
+import { tokenizersOf } from "../../src/api/openai/engine-generation.js";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { adminGateway, clearRegistry, deleteAlarm, registry } from "../support/admin.js";
 import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
@@ -93,7 +94,7 @@ it("shows the models whose engines disagree on their tokenizer bundle (none here
   const body = (await (await gw.admin("GET", "/admin/engines")).json()) as { tokenizer_conflicts: unknown[] };
   expect(body.tokenizer_conflicts).toEqual([]);
   // The isolate's evidence feeds the view: one model whose two engines served different bundles.
-  (gw.isolate.tokenizers as unknown as { served: Map<string, Map<string, string>> }).served.set("m", new Map([["d1", "a".repeat(64)], ["d2", "b".repeat(64)]]));
+  (tokenizersOf(gw.isolate) as unknown as { served: Map<string, Map<string, string>> }).served.set("m", new Map([["d1", "a".repeat(64)], ["d2", "b".repeat(64)]]));
   const after = (await (await gw.admin("GET", "/admin/engines")).json()) as { tokenizer_conflicts: unknown[] };
   expect(after.tokenizer_conflicts).toEqual([{ model: "m", engines: [{ engine: "d1", sha256: "a".repeat(64) }, { engine: "d2", sha256: "b".repeat(64) }] }]);
 });

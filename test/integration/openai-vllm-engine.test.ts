@@ -3,6 +3,7 @@
 // pipeline (prefill for n=1 with the handoff relayed, skipped for n=3) and detokenizes the
 // frames into OpenAI JSON / SSE. Against sim engines serving the real Qwen3 tokenizer, through
 // the official openai SDK.
+import { tokenizersOf } from "../../src/api/openai/engine-generation.js";
 import { afterEach, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { testGateway, type TestGateway } from "../support/gateway.js";
@@ -52,7 +53,7 @@ function sdk(gw: TestGateway, headers: Record<string, string> = {}): OpenAI {
 /** The model's tokenizer as the gateway's isolate holds it (loaded by an earlier request). */
 function gatewayTokenizer(gw: TestGateway, model = MODEL) {
   const pools = parseConfig(JSON.stringify(config(cluster!, model))).models[model]!;
-  return gw.isolate.tokenizers.get({ model, engines: [...pools.decode, ...pools.prefill], waitUntil: () => {} });
+  return tokenizersOf(gw.isolate).get({ model, engines: [...pools.decode, ...pools.prefill], waitUntil: () => {} });
 }
 
 /** Prefill ran once, length-capped, on the same ids decode got, and decode pulled its handoff. */
@@ -325,7 +326,7 @@ describe("tokenizer caching", () => {
     expect(second.source).toBe("cache");
     expect(second.sha256).toBe(first.sha256);
     expect(second.maxContextLength).toBe(CONTEXT);
-    expect(cold.isolate.tokenizers.conflicts()).toEqual([]);
+    expect(tokenizersOf(cold.isolate).conflicts()).toEqual([]);
   });
 });
 

@@ -125,7 +125,7 @@ export function adminRoutes() {
       }
       // Engines of one model that serve different tokenizer bundles (seen by this isolate):
       // a config error, since the gateway tokenizes once for all of them.
-      const tokenizerConflicts = gw.isolate.tokenizers.conflicts().filter((x) => model === undefined || x.model === model);
+      const tokenizerConflicts = (gw.isolate.tokenizers?.conflicts() ?? []).filter((x) => model === undefined || x.model === model);
       return c.json({ engines, tokenizer_conflicts: tokenizerConflicts });
     }),
   );

@@ -11,7 +11,9 @@ import { optional } from "../../core/optional.js";
 import type { EngineConfig } from "../../config/schema.js";
 import { GenerateRequestSchema } from "../../gen/vllm_engine_pb.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
-import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
+import { vllmEngineClient } from "../../backends/vllm-engine.js";
+import { TokenizerBundles, type ModelTokenizer } from "../../backends/tokenizer-bundles.js";
+import type { IsolateState } from "../../routing/isolate.js";
 import type { PdOverride } from "../../pd/plan.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import { tpotMs } from "../../metrics/tpot.js";
@@ -47,7 +49,7 @@ export function tokenizerEngines(gw: GatewayContext, model: string): EngineConfi
 
 export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, s: EngineGenerationScope): Promise<Response> {
   const chat = route === "/v1/chat/completions";
-  const tok = await gw.isolate.tokenizers.get({
+  const tok = await tokenizersOf(gw.isolate).get({
     model: p.model,
     engines: tokenizerEngines(gw, p.model),
     ...optional("override", Object.hasOwn(gw.config.models, p.model) ? gw.config.models[p.model]!.tokenizer : undefined),
@@ -143,4 +145,9 @@ function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, route: OpenAiR
     inputTokens: end.usage.prompt_tokens,
     outputTokens,
   });
+}
+
+/** The isolate's tokenizer cache, created on the first request that needs one. */
+export function tokenizersOf(isolate: IsolateState): TokenizerBundles {
+  return (isolate.tokenizers ??= new TokenizerBundles({ clientOf: vllmEngineClient }));
 }
