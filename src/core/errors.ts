@@ -87,9 +87,6 @@ export function connectCodeForStatus(status: number): Code {
 /** Statuses that count as engine failures for breakers and retries (upstream defaults). */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
 
-/** Engine statuses that mean "full, try another engine": retried, but neither a breaker
- *  success nor a failure (upstream smg PR 2163; config retry.capacity_status_codes). */
-export const DEFAULT_CAPACITY_STATUS_CODES: readonly number[] = [429];
 
 /** The client went away before the response was complete (status 499, as nginx logs it). */
 export function clientCancelledError(): GatewayError {

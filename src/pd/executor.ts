@@ -6,7 +6,7 @@ import { LegFailure, type LegSpec, type LegTransport } from "../core/leg-transpo
 import type { EngineKvMeta } from "../core/kv-meta.js";
 import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
-import { drainPrefill, openLeg, type LegContext, type LegStream } from "./leg.js";
+import { drainPrefill, openLeg, type LegContext, type LegStream, type OpenLegOptions } from "./leg.js";
 import { decodeFailoverAllowed } from "./failover.js";
 import { planDecodeKv, planPd, type PdOverride, type PlanInputs } from "./plan.js";
 
@@ -70,11 +70,7 @@ export async function runAttempt<P, F>(
   ctx: ExecutorContext,
 ): Promise<AttemptResult<F>> {
   if (!engines.prefill) {
-    const stream = await openLeg(t, engines.decode.target, job.payload, { leg: "regular", requestId }, ctx, {
-      handedOff: false,
-      deferredAbortMaxMs: 0,
-      firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
-    });
+    const stream = await openLeg(t, engines.decode.target, job.payload, { leg: "regular", requestId }, ctx, streamLegOptions(ctx, false));
     return { prefill: "none", stream };
   }
   return runPd(t, job, engines.prefill, engines, requestId, ctx);
@@ -167,11 +163,7 @@ async function openDecode<P, F>(
   for (let decode: JobEngine | undefined = engines.decode; ; ) {
     tried.add(decode.target.name);
     try {
-      const stream = await openLeg(t, decode.target, job.payload, spec, ctx, {
-        handedOff,
-        deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs,
-        firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs,
-      });
+      const stream = await openLeg(t, decode.target, job.payload, spec, ctx, streamLegOptions(ctx, handedOff));
       return { stream, decode };
     } catch (err) {
       if (!handedOff || !(err instanceof GatewayError)) throw err;
@@ -185,4 +177,9 @@ async function openDecode<P, F>(
       decode = next;
     }
   }
+}
+
+/** The abort and timeout rules of a streamed (decode or regular) leg. */
+function streamLegOptions(ctx: ExecutorContext, handedOff: boolean): OpenLegOptions {
+  return { handedOff, deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs, firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs };
 }
