@@ -64,3 +64,31 @@ it("a normal streamed Generate still completes with the head sent early", async 
   await gw.settle();
   expect((await cluster.stats("prefill")).abortsReceived).toBe(0);
 });
+
+// pd.stream_keepalive_ms: empty GenerateResponse messages between the head and the first
+// message, read here by connect-es's own clients in each wire format.
+for (const [protocol, binary] of [["connect", true], ["connect", false], ["grpc-web", true]] as const) {
+  it(`keepalive (${protocol}, ${binary ? "binary" : "JSON"}): empty messages come during a 1 s prefill and connect-es reads the stream to its end`, async () => {
+    cluster = await startTestCluster({ engines: pairSpecs({ latency: { perPromptTokenMs: 5, perOutputTokenMs: 0.5, perBlockPullMs: 0.01 } }) });
+    const config = pairConfig(cluster);
+    const gw = testGateway({ ...config, pd: { ...config.pd, stream_keepalive_ms: 100 } });
+    const seen: (string | undefined)[] = [];
+    const client = gw.engineClient(protocol, binary);
+    for await (const m of client.generate({ requestId: `kept-${protocol}-${binary}`, input: { case: "tokenized", value: { inputIds: Array.from({ length: 200 }, (_, i) => 100 + i) } }, stream: true, samplingParams: { maxTokens: 4, ignoreEos: true } }, { headers: { "x-model": MODEL } })) {
+      seen.push(m.response.case);
+    }
+    const keepalives = seen.findIndex((c) => c !== undefined);
+    expect(keepalives).toBeGreaterThanOrEqual(5); // ~10 in a 1 s prefill
+    expect(seen.slice(keepalives).every((c) => c !== undefined)).toBe(true); // none once messages flow
+    expect(seen.at(-1)).toBe("complete");
+  });
+}
+
+it("keepalive off (the default): no empty messages", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs({ latency: { perPromptTokenMs: 2, perOutputTokenMs: 0.5, perBlockPullMs: 0.01 } }) });
+  const gw = testGateway(pairConfig(cluster));
+  const res = await gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": "application/connect+proto", "x-model": MODEL }, body: envelope(0, longPrompt("no-keepalive")) });
+  const { messages } = await decodeStream(new Uint8Array(await res.arrayBuffer()), 0x02);
+  expect(messages.length).toBeGreaterThan(0);
+  expect(messages.every((m) => m.response.case !== undefined)).toBe(true);
+});

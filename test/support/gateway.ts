@@ -28,7 +28,7 @@ export interface TestGateway {
   fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
   /** Resolves when every waitUntil task started so far has settled. */
   settle(): Promise<void>;
-  engineClient(protocol?: "connect" | "grpc-web"): Client<typeof VllmEngine>;
+  engineClient(protocol?: "connect" | "grpc-web", useBinaryFormat?: boolean): Client<typeof VllmEngine>;
   /** The isolate state of this gateway's app (loads, breakers, ...). */
   isolate: IsolateState;
 }
@@ -59,8 +59,8 @@ export function testGateway(config: unknown, extraEnv: Record<string, unknown> =
       // out early, and work may be handed to waitUntil after it (a deferred Abort).
       await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
     },
-    engineClient(protocol = "connect") {
-      const opts = { baseUrl: "http://gateway.test", useBinaryFormat: true, fetch: doFetch as typeof fetch };
+    engineClient(protocol = "connect", useBinaryFormat = true) {
+      const opts = { baseUrl: "http://gateway.test", useBinaryFormat, fetch: doFetch as typeof fetch };
       return createClient(VllmEngine, protocol === "grpc-web" ? createGrpcWebTransport(opts) : createConnectTransport(opts));
     },
   };

@@ -1,8 +1,10 @@
 // Sends a streamed Generate's response head as soon as the PD decision is made, instead of
 // when the first message is ready (connect-es waits for the first message so the handler can
-// still set headers). Why: `wrangler dev` and workerd pass a client's disconnect on only once
-// the response head was sent, so without this a client that leaves during a long prefill is
-// not seen until decode's first frame, and the decode leg runs for nobody. After the head,
+// still set headers), and optionally keeps the stream alive until that message. Why: a client
+// that leaves during a long prefill should stop the prefill leg, and the runtime can only tell
+// once the response is under way. Measured locally (workerd, `wrangler dev`): a client's normal
+// close is passed on only when the Worker writes body bytes, so the head alone is not enough;
+// a keepalive message (keepalive.ts) written every `pd.stream_keepalive_ms` is. After the head,
 // errors travel where streaming errors always do: the Connect end-of-stream message or the
 // gRPC-web trailer frame (x-gateway-error-code in their metadata).
 //
@@ -26,23 +28,38 @@ export class HeadLatch {
 
 export const headLatchKey = createContextKey<HeadLatch | undefined>(undefined, { description: "early response head" });
 
+/** A message written while the stream has nothing else to say, every `everyMs`. */
+export interface Keepalive {
+  frame: Uint8Array;
+  everyMs: number;
+}
+
 /** connect-es's response when it comes first; otherwise a response whose head is the latch's
- *  headers and whose body relays connect-es's body when it comes. `onCancel` runs when the
- *  body is cancelled (the client went away). */
+ *  headers and whose body relays connect-es's body when it comes, with keepalive frames
+ *  before its first chunk. `onCancel` runs when the body is cancelled (the client went away). */
 export async function respondEarly(
   responding: Promise<UniversalServerResponse>,
   latch: HeadLatch,
   onCancel: (reason: unknown) => void,
+  keepalive?: Keepalive,
 ): Promise<Response> {
   const first = await Promise.race([responding.then((r) => ({ r })), latch.opened.then(() => undefined)]);
   if (first) return universalServerResponseToFetch(first.r);
   const header = new Headers(await latch.opened);
   let iterator: AsyncIterator<Uint8Array> | undefined;
+  let next: Promise<IteratorResult<Uint8Array>> | undefined;
+  let relaying = false;
+  const nextChunk = () => (next ??= iterator ? iterator.next() : responding.then((r) => (iterator = bodyOf(r)[Symbol.asyncIterator]()).next()));
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        iterator ??= bodyOf(await responding)[Symbol.asyncIterator]();
-        const r = await iterator.next();
+        if (keepalive && !relaying && (await idleFor(nextChunk(), keepalive.everyMs))) {
+          controller.enqueue(keepalive.frame);
+          return;
+        }
+        const r = await nextChunk();
+        next = undefined;
+        relaying = true;
         if (r.done) controller.close();
         else controller.enqueue(r.value);
       } catch (err) {
@@ -57,6 +74,17 @@ export async function respondEarly(
     },
   });
   return new Response(body, { status: 200, headers: header });
+}
+
+/** True when `pending` has not settled within `ms` (its rejection is left to the caller). */
+async function idleFor(pending: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms)));
+  try {
+    return await Promise.race([pending.then(() => false, () => false), idle]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function bodyOf(r: UniversalServerResponse | undefined): AsyncIterable<Uint8Array> {

@@ -17,7 +17,8 @@ import { engineService } from "./service.js";
 import { gatewayErrorInterceptor } from "./errors.js";
 import { checkProtoBody } from "./body-check.js";
 import { gzip } from "./compression.js";
-import { acceptedContentTypes, wireFormatOf } from "./content-types.js";
+import { acceptedContentTypes, wireFormatOf, type WireFormat } from "./content-types.js";
+import { keepaliveFrame } from "./keepalive.js";
 import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
 import { reject } from "../../middleware/rejection.js";
 
@@ -42,29 +43,33 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
   const method = methodsByPath.get(path);
   if (!handler || !method) return reject(raw, 404, "unknown_method", `${path}: no such VllmEngine method`);
   const contentType = raw.headers.get("content-type");
-  if (!wireFormatOf(contentType, method)) {
+  const format = wireFormatOf(contentType, method);
+  if (!format) {
     const kind = method.methodKind === "unary" ? "a unary method" : "a server-streaming method";
     const given = contentType === null ? "no content-type" : `content-type "${contentType}"`;
     return reject(raw, 415, "unsupported_content_type", `content-type: ${method.name} is ${kind}; it takes ${acceptedContentTypes(method).join(", ")}, not ${given}`);
   }
   const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
   if (request instanceof Response) return request;
-  if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw);
+  if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format);
   const contextValues = createContextValues().set(gatewayContextKey, gw);
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
   return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
 }
 
 /** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),
- *  and a cancelled body is a client that left, like request.signal firing. */
-async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext): Promise<Response> {
+ *  keepalive frames follow until the first message when configured, and a cancelled body is a
+ *  client that left, like request.signal firing. */
+async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext, format: WireFormat): Promise<Response> {
   const latch = new HeadLatch();
   const bodyCancelled = new AbortController();
   const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
   const call: GatewayContext = { ...gw, clientSignal, pipeline: (model) => ({ ...gw.pipeline(model), clientSignal }) };
   const contextValues = createContextValues().set(gatewayContextKey, call).set(headLatchKey, latch);
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
-  return respondEarly(handler(uReq), latch, (reason) => bodyCancelled.abort(reason));
+  const everyMs = gw.config.pd.stream_keepalive_ms;
+  const keepalive = everyMs > 0 ? { frame: keepaliveFrame(format), everyMs } : undefined;
+  return respondEarly(handler(uReq), latch, (reason) => bodyCancelled.abort(reason), keepalive);
 }
 
 /** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
