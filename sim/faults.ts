@@ -20,7 +20,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -57,6 +57,7 @@ export function validateFault(value: unknown, path: string): SimFault {
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
   if (f.dropConnection !== undefined && typeof f.dropConnection !== "boolean") throw new Error(`${path}.dropConnection: must be a boolean`);
   if (f.unhealthy !== undefined && typeof f.unhealthy !== "boolean") throw new Error(`${path}.unhealthy: must be a boolean`);
+  if (f.slowAbortMs !== undefined && !(Number.isInteger(f.slowAbortMs) && (f.slowAbortMs as number) >= 0)) throw new Error(`${path}.slowAbortMs: must be a non-negative integer`);
   if (f.count !== undefined && !(Number.isInteger(f.count) && (f.count as number) >= 1)) {
     throw new Error(`${path}.count: must be a positive integer`);
   }
@@ -89,6 +90,11 @@ export class FaultBook {
 
   list(): SimFault[] {
     return this.faults.map((f) => ({ ...f }));
+  }
+
+  /** The largest slowAbortMs of the active faults (0: none). */
+  get slowAbortMs(): number {
+    return Math.max(0, ...this.faults.map((f) => f.slowAbortMs ?? 0));
   }
 
   get unhealthy(): boolean {

@@ -221,6 +221,9 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
           headers: headerObject(ctx.requestHeader),
         });
         await engine.abort(req.requestIds);
+        // Acted on at once, answered late (a busy engine's reply).
+        const slow = engine.faults.slowAbortMs;
+        if (slow > 0) await new Promise((r) => setTimeout(r, slow));
         return {};
       },
       getModelInfo() {

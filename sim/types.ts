@@ -30,6 +30,9 @@ export interface SimFault {
   /** Report the engine as not alive: HealthCheck healthy=false, GET /health 503. Does not
    *  affect generation (a wedged-but-serving engine is exactly what health checks must catch). */
   unhealthy?: boolean;
+  /** The Abort RPC answers only after this many ms (a busy engine's scheduler), so tests can
+   *  hold Abort calls in flight. */
+  slowAbortMs?: number;
 }
 
 export interface SimLatency {

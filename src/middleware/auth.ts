@@ -34,6 +34,22 @@ export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/** Keys already checked in this isolate, with their tags: every request of a key would
+ *  otherwise hash it twice. Only valid keys are kept (random ones cannot fill it), bounded. */
+const checkedKeys = new Map<string, { source: string; owner: string }>();
+const MAX_CHECKED_KEYS = 1024;
+
+/** The key's owner tag when it is one of `apiKeys`, else undefined. */
+export async function ownerOfKey(presented: string, apiKeys: string): Promise<string | undefined> {
+  const known = checkedKeys.get(presented);
+  if (known?.source === apiKeys) return known.owner;
+  if (!(await isValidKey(presented, apiKeys))) return undefined;
+  const owner = hex(await sha256(presented)).slice(0, 12);
+  if (checkedKeys.size >= MAX_CHECKED_KEYS) checkedKeys.clear();
+  checkedKeys.set(presented, { source: apiKeys, owner });
+  return owner;
+}
+
 export async function isValidKey(presented: string, apiKeys: string): Promise<boolean> {
   const digest = await sha256(presented);
   let ok = false;
@@ -52,13 +68,14 @@ export function dataPlaneAuth(): MiddlewareHandler<{ Bindings: Env; Variables: {
     if (c.get("gateway").config.auth.data_plane === "open") return next();
     const token = bearerToken(c.req.header("authorization"));
     const keys = c.env.API_KEYS ?? "";
-    if (token === undefined || keys.trim() === "" || !(await isValidKey(token, keys))) {
+    const owner = token === undefined || keys.trim() === "" ? undefined : await ownerOfKey(token, keys);
+    if (token === undefined || owner === undefined) {
       const message = token === undefined ? "Authorization: a Bearer API key is required" : "Authorization: the API key is not valid";
       return reject(c.req.raw, 401, "invalid_api_key", message, { "www-authenticate": 'Bearer realm="vllm-edge-gateway"' });
     }
     c.set("apiKey", token);
     // The credential's tag scopes engine-side request ids and Abort (routing/client-requests.ts).
-    c.get("gateway").owner = hex(await sha256(token)).slice(0, 12);
+    c.get("gateway").owner = owner;
     return next();
   };
 }

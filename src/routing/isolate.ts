@@ -7,8 +7,11 @@ import { ModelContexts } from "../backends/model-contexts.js";
 import { EngineLoads } from "../core/in-flight.js";
 import { LocalBreakers } from "./breakers.js";
 import { ClientRequests } from "./client-requests.js";
+import { AbortBatches } from "./abort-batches.js";
+import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { EngineLoadReadings } from "./engine-loads.js";
 import { RegistryView } from "./snapshot.js";
+import type { EngineTarget } from "../core/types.js";
 
 export interface IsolateState {
   loads: EngineLoads;
@@ -16,6 +19,8 @@ export interface IsolateState {
   engineInfo: EngineInfoCache;
   loadReadings: EngineLoadReadings;
   clientRequests: ClientRequests;
+  /** Client Abort calls coalesced per engine (one RPC in flight per engine). */
+  abortBatches: AbortBatches;
   registry: RegistryView;
   /** Tokenizers of models the OpenAI surface serves over VllmEngine engines; created by that
    *  path on its first request (tokenizersOf), so the tokenizer libraries never load at start-up. */
@@ -31,7 +36,16 @@ export function createIsolateState(): IsolateState {
     engineInfo: new EngineInfoCache(),
     loadReadings: new EngineLoadReadings(),
     clientRequests: new ClientRequests(),
+    abortBatches: new AbortBatches(sendAbort),
     registry: new RegistryView(),
     modelContexts: new ModelContexts(),
   };
+}
+
+const ABORT_TIMEOUT_MS = 5_000;
+
+async function sendAbort(engine: EngineTarget, requestIds: string[]): Promise<void> {
+  await vllmEngineClient(engine)
+    .abort({ requestIds }, { timeoutMs: ABORT_TIMEOUT_MS })
+    .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestIds: requestIds.length, error: String(err) })));
 }

@@ -108,3 +108,44 @@ it("Abort ids go only to the engines of the model in x-model", async () => {
   // The first call reached decode once, with both ids; the second never did.
   expect((await cluster.stats("decode")).abortsReceived).toBe(1);
 });
+
+it("a key's third Abort call while two are in flight -> 429 abort_rate_limited before its body is read; another key is not limited", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("decode", { slowAbortMs: 400 });
+  const gw = testGateway({ ...pairConfig(cluster), auth: { data_plane: "api_keys" } }, { API_KEYS: `${KEY_A},${KEY_B}` });
+  const abortAs = (key: string, id: string) => gw.engineClient().abort({ requestIds: [id] }, { headers: { "x-model": MODEL, ...bearer(key) } });
+  const held = [abortAs(KEY_A, "a1"), abortAs(KEY_A, "a2")];
+  await eventually(async () => expect((await cluster!.stats("decode")).abortsReceived).toBeGreaterThanOrEqual(1));
+  const third = await abortError(abortAs(KEY_A, "a3"));
+  expect(third.code).toBe(Code.ResourceExhausted);
+  expect(third.metadata.get("x-gateway-error-code")).toBe("abort_rate_limited");
+  // The raw answer in the Connect unary protocol: 429 with the error JSON.
+  const raw = await gw.fetch("http://gateway.test/vllm.grpc.engine.VllmEngine/Abort", {
+    method: "POST", headers: { "content-type": "application/json", "x-model": MODEL, ...bearer(KEY_A) }, body: "not even JSON",
+  });
+  expect(raw.status).toBe(429);
+  expect(((await raw.json()) as { code: string }).code).toBe("resource_exhausted");
+  await abortAs(KEY_B, "b1"); // B has slots of its own
+  await Promise.all(held);
+  await abortAs(KEY_A, "a4"); // and A's came back
+  await gw.settle();
+});
+
+it("concurrent Abort calls are coalesced per engine: one RPC in flight, the next carries every id that waited", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  await cluster.setFaults("decode", { slowAbortMs: 300 });
+  await cluster.setFaults("prefill", { slowAbortMs: 300 });
+  const keys = ["k1", "k2", "k3", "k4", "k5", "k6"];
+  const gw = testGateway({ ...pairConfig(cluster), auth: { data_plane: "api_keys" } }, { API_KEYS: keys.join(",") });
+  const first = gw.engineClient().abort({ requestIds: ["first"] }, { headers: { "x-model": MODEL, ...bearer("k1") } });
+  await eventually(async () => expect((await cluster!.stats("decode")).abortsReceived).toBe(1));
+  // Five more calls (other keys, so no per-key limit applies) while the first RPC is in flight.
+  await Promise.all([first, ...keys.slice(1).map((k) => gw.engineClient().abort({ requestIds: [`id-${k}`] }, { headers: { "x-model": MODEL, ...bearer(k) } }))]);
+  for (const engine of ["decode", "prefill"] as const) {
+    const stats = await cluster.stats(engine);
+    expect(stats.abortsReceived).toBe(2);
+    expect(stats.abortedRequestIds).toHaveLength(6);
+    expect(stats.abortedRequestIds.map((id) => id.split(".")[0])).toEqual(["first", ...keys.slice(1).map((k) => `id-${k}`)]);
+  }
+  await gw.settle();
+});

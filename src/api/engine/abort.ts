@@ -2,9 +2,10 @@
 // with the caller's own data-plane credential: engine-side request ids carry the credential's
 // tag (routing/client-requests.ts), so even an Abort fanned out to engines by id cannot end
 // another key's request. Bounded: at most MAX_ABORT_IDS ids per call, sent only to engines of
-// the model in `x-model`, one RPC per engine carrying all its ids, a few RPCs at a time.
+// the model in `x-model`, at most a few calls in flight per key, and coalesced per engine
+// (routing/abort-batches.ts: one RPC in flight per engine, carrying the ids of every call
+// that arrived meanwhile).
 import { Code, type HandlerContext } from "@connectrpc/connect";
-import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { GatewayError } from "../../core/errors.js";
 import type { EngineTarget } from "../../core/types.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
@@ -13,8 +14,6 @@ import { gatewayOf } from "./gateway-of.js";
 import type { GatewayContext } from "../../context.js";
 
 export const MAX_ABORT_IDS = 64;
-const ABORT_CONCURRENCY = 8;
-const ABORT_TIMEOUT_MS = 5_000;
 
 export async function abort(req: { requestIds: string[] }, ctx: HandlerContext): Promise<Record<string, never>> {
   const gw = gatewayOf(ctx);
@@ -23,15 +22,8 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
   if (req.requestIds.length > MAX_ABORT_IDS) {
     throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
   }
-  const release = gw.isolate.clientRequests.takeAbortSlot(gw.owner, gw.config.limits.max_concurrent_aborts_per_key);
-  if (!release) {
-    throw new GatewayError("abort_rate_limited", 429, `Abort: at most ${gw.config.limits.max_concurrent_aborts_per_key} calls in flight per API key; retry when one has answered`, Code.ResourceExhausted);
-  }
-  try {
-    await sendAborts(gw, model, req.requestIds);
-  } finally {
-    release();
-  }
+  // The per-key limit on calls in flight is applied by the router, before the body is read.
+  await sendAborts(gw, model, req.requestIds);
   return {};
 }
 
@@ -52,18 +44,8 @@ async function sendAborts(gw: GatewayContext, model: string, requestIds: readonl
       byEngine.set(engine.name, entry);
     }
   }
-  await inBatches([...byEngine.values()], ABORT_CONCURRENCY, ({ engine, ids }) =>
-    vllmEngineClient(engine)
-      .abort({ requestIds: ids }, { timeoutMs: ABORT_TIMEOUT_MS })
-      .then(() => undefined)
-      .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestIds: ids.length, error: String(err) }))),
-  );
-}
-
-async function inBatches<T>(items: readonly T[], width: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await run(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  const sent = await Promise.all([...byEngine.values()].map(({ engine, ids }) => gw.isolate.abortBatches.abort(engine, ids)));
+  if (sent.includes(false)) {
+    throw new GatewayError("abort_rate_limited", 429, "Abort: too many ids are waiting for this model's engines; retry shortly", Code.ResourceExhausted);
+  }
 }

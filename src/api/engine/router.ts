@@ -49,12 +49,31 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
     const given = contentType === null ? "no content-type" : `content-type "${contentType}"`;
     return reject(raw, 415, "unsupported_content_type", `content-type: ${method.name} is ${kind}; it takes ${acceptedContentTypes(method).join(", ")}, not ${given}`);
   }
-  const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
-  if (request instanceof Response) return request;
-  if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format);
-  const contextValues = createContextValues().set(gatewayContextKey, gw);
-  const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
-  return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
+  // An Abort over the key's limit is turned away before its body is read: an Abort flood
+  // should cost as little as possible of what other tenants need.
+  const releaseAbort = method === ABORT ? takeAbortSlot(gw) : undefined;
+  if (releaseAbort === null) return reject(raw, 429, "abort_rate_limited", abortLimitMessage(gw));
+  try {
+    const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
+    if (request instanceof Response) return request;
+    if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format);
+    const contextValues = createContextValues().set(gatewayContextKey, gw);
+    const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
+    return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
+  } finally {
+    releaseAbort?.();
+  }
+}
+
+const ABORT = VllmEngine.method.abort;
+
+/** One of the caller's Abort slots (limits.max_concurrent_aborts_per_key), or null. */
+function takeAbortSlot(gw: GatewayContext): (() => void) | null {
+  return gw.isolate.clientRequests.takeAbortSlot(gw.owner, gw.config.limits.max_concurrent_aborts_per_key) ?? null;
+}
+
+function abortLimitMessage(gw: GatewayContext): string {
+  return `Abort: at most ${gw.config.limits.max_concurrent_aborts_per_key} calls in flight per API key; retry when one has answered`;
 }
 
 /** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),

@@ -110,6 +110,19 @@ describe("gRPC faults", () => {
     expect((await fetch(`${url}/health`)).status).toBe(200);
   });
 
+  it("slowAbortMs: Abort acts at once and answers after the delay; generation is unaffected", async () => {
+    await setFaults({ slowAbortMs: 300 });
+    const t = Date.now();
+    const answered = client.abort({ requestIds: ["slow-1"] });
+    await waitFor(async () => (await stats(c.engine("e"))).abortsReceived === 1);
+    await answered;
+    expect(Date.now() - t).toBeGreaterThanOrEqual(290);
+    expect((await generate(client, req("f11"))).completes).toHaveLength(1);
+    const r = await postJson(`${url}/sim/faults`, { slowAbortMs: -1 });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: string }).error).toContain("slowAbortMs");
+  });
+
   it("rejects malformed fault lists with a message naming the field", async () => {
     const r = await postJson(`${url}/sim/faults`, [{ failStart: { code: "bogus" } }]);
     expect(r.status).toBe(400);
