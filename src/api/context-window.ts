@@ -1,6 +1,9 @@
-// The context-window check for OpenAI requests the gateway tokenizes: prompt tokens plus the
-// requested output must fit the model's max_context_length (GetModelInfo). Checked before any
-// engine work, so a request vLLM would refuse never runs a prefill leg first. Pure.
+// The context-window check: prompt tokens plus the requested output must fit the model's
+// context length (GetModelInfo max_context_length, or /v1/models max_model_len). Checked
+// before any engine work, so a request vLLM would refuse never runs a prefill leg first.
+// Where the prompt's token count is not known (text the gateway does not tokenize), only
+// what is certain is refused: an output cap that leaves no room for even one prompt token.
+// Pure.
 import { GatewayError } from "../core/errors.js";
 
 export interface ContextWindowInput {
@@ -28,6 +31,22 @@ export function contextWindowError(i: ContextWindowInput): GatewayError | undefi
     );
   }
   return undefined;
+}
+
+export interface OutputCapInput {
+  maxTokens: number | undefined;
+  maxField: string;
+  maxContextLength: number | undefined;
+}
+
+/** For a prompt of unknown length (at least one token): refused when the output cap alone
+ *  fills the context. */
+export function outputCapError(i: OutputCapInput): GatewayError | undefined {
+  if (i.maxContextLength === undefined || i.maxTokens === undefined || i.maxTokens < i.maxContextLength) return undefined;
+  return tooLong(
+    `This model's maximum context length is ${i.maxContextLength} tokens; ${i.maxField} asks for ${i.maxTokens}, which leaves no room for the prompt`,
+    i.maxField,
+  );
 }
 
 function tooLong(message: string, param: string): GatewayError {

@@ -110,4 +110,9 @@ it("a token-id request beyond the model's context is refused before any engine w
   expect(out.error?.metadata.get("x-gateway-error-code")).toBe("context_length_exceeded");
   expect(out.error?.rawMessage).toMatch(/sampling_params\.max_tokens asks for 40000/);
   expect(await generates(cluster, "prefill")).toBe(before);
+  // Text input: its length is unknown here, so only an output cap that fills the context alone.
+  const text = await generate(gw, { requestId: "ctx-text", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 40_000 } });
+  expect(text.error?.metadata.get("x-gateway-error-code")).toBe("context_length_exceeded");
+  expect(text.error?.rawMessage).toMatch(/sampling_params\.max_tokens asks for 40000, which leaves no room for the prompt/);
+  expect(await generates(cluster, "prefill")).toBe(before);
 });

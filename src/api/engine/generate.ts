@@ -12,7 +12,8 @@ import { runPipeline } from "../../routing/pipeline.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { vllmEngineFamily } from "../../routing/families.js";
 import { checkClientRequest } from "./client-request.js";
-import { contextWindowError } from "../context-window.js";
+import { contextWindowError, outputCapError } from "../context-window.js";
+import { vllmEngineContext } from "../../backends/model-contexts.js";
 import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import type { GatewayContext } from "../../context.js";
@@ -98,20 +99,19 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
   }
 }
 
-/** Token-id input whose prompt plus max_tokens cannot fit the model's context (once this
- *  isolate knows it) is refused before any engine work, as the engine would refuse it after
- *  the prefill leg ran for nothing. Text input is left to the engine: its length is unknown. */
+/** A request that cannot fit the model's context (once this isolate knows it) is refused
+ *  before any engine work, as the engine would refuse it after the prefill leg ran for
+ *  nothing: token-id input by its length plus max_tokens; text input (whose length the
+ *  gateway does not know) only when max_tokens alone fills the context. */
 function refuseBeyondContext(gw: GatewayContext, model: string, request: GenerateRequest): void {
-  if (request.input.case !== "tokenized") return;
   const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
   const engine = pools && [...pools.decode, ...pools.regular, ...pools.prefill].find((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
-  const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineClient(engine) : undefined), gw.waitUntil);
-  const e = contextWindowError({
-    promptTokens: request.input.value.inputIds.length,
-    maxTokens: request.samplingParams?.maxTokens,
-    maxField: "sampling_params.max_tokens",
-    promptField: "tokenized.input_ids",
-    maxContextLength: limit,
-  });
+  const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineContext(vllmEngineClient(engine)) : undefined), gw.waitUntil);
+  const maxTokens = request.samplingParams?.maxTokens;
+  const maxField = "sampling_params.max_tokens";
+  const e =
+    request.input.case === "tokenized"
+      ? contextWindowError({ promptTokens: request.input.value.inputIds.length, maxTokens, maxField, promptField: "tokenized.input_ids", maxContextLength: limit })
+      : outputCapError({ maxTokens, maxField, maxContextLength: limit });
   if (e) throw new GatewayError(e.code, e.status, e.message, Code.InvalidArgument, e.param);
 }

@@ -21,6 +21,7 @@ import { pdOverrideOf } from "../pd-override.js";
 import { errorResponse, sseErrorResponse, toGatewayError } from "./errors.js";
 import { modelAvailability } from "./models.js";
 import { sseRelay, type RelayEnd } from "./relay.js";
+import { refuseBeyondHttpContext } from "./http-context.js";
 import { fanoutWidth, parseOpenAiRequest, promptText, readBodyText, type OpenAiRequest } from "./request.js";
 
 /** The tokenizing path (and the tokenizer and template libraries under it) loads on the first
@@ -93,6 +94,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
         record,
       });
     }
+    refuseBeyondHttpContext(gw, p);
     const { stream } = await runPipeline(gw.pipeline(p.model), {
       job: {
         model: p.model,

@@ -1,6 +1,6 @@
 // The context-window check for requests the gateway tokenizes, as a table.
 import { describe, expect, it } from "vitest";
-import { contextWindowError, maxTokensField } from "../../../src/api/context-window.js";
+import { contextWindowError, maxTokensField, outputCapError } from "../../../src/api/context-window.js";
 
 describe("contextWindowError", () => {
   it.each([
@@ -27,6 +27,20 @@ describe("contextWindowError", () => {
   it("names both numbers and the field that asked for too much", () => {
     const e = contextWindowError({ promptTokens: 12, maxTokens: 40_960, maxField: "max_completion_tokens", promptField: "messages", maxContextLength: 40_960 });
     expect(e!.message).toBe("This model's maximum context length is 40960 tokens; the messages has 12 tokens and max_completion_tokens asks for 40960 (40972 in all)");
+  });
+});
+
+describe("outputCapError (a prompt of unknown length, at least one token)", () => {
+  it.each([
+    [100, 100, "refused"],
+    [101, 100, "refused"],
+    [99, 100, "passed"], // room for a 1-token prompt: the engine decides
+    [undefined, 100, "passed"],
+    [5_000, undefined, "passed"], // unknown context
+  ] as const)("max %s against a context of %s -> %s", (maxTokens, maxContextLength, verdict) => {
+    const e = outputCapError({ maxTokens, maxField: "max_tokens", maxContextLength });
+    expect(e === undefined ? "passed" : "refused").toBe(verdict);
+    if (e) expect(e).toMatchObject({ status: 400, code: "context_length_exceeded", param: "max_tokens" });
   });
 });
 
