@@ -42,6 +42,7 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
     });
     head.catch(() => undefined); // observed by next(); never an unhandled rejection
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    let resBody: ReadableStream<Uint8Array> | undefined;
     let headers: Headers | undefined;
     let ended = false;
     let closed = false;
@@ -54,7 +55,8 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
       }
       headers = res.headers;
       if (!res.ok) throw await statusFailure(res);
-      return res.body?.getReader();
+      resBody = res.body ?? undefined;
+      return resBody?.getReader();
     };
     const readFailed = (err: unknown): never => {
       throw new LegFailure("read", 502, errorText(err));
@@ -84,10 +86,19 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
       close() {
         if (ended || closed) return;
         closed = true;
+        // A detached body being piped is cancelled by its pipe (the leg's signal): cancelling
+        // the body closes the engine's connection, where aborting the fetch now would not.
+        if (!reader && resBody?.locked) return;
         controller.abort();
         reader?.cancel().catch(() => undefined);
       },
       headers: () => headers,
+      detach() {
+        if (!reader || ended || closed || !resBody) return undefined;
+        reader.releaseLock();
+        reader = undefined;
+        return resBody;
+      },
     };
   },
   harvester(): Harvester<Uint8Array> {

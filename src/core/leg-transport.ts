@@ -48,6 +48,10 @@ export interface EngineCall<F> {
   close(): void;
   /** The engine's response headers once its head arrived (HTTP), else undefined. */
   headers(): Headers | undefined;
+  /** Hands over the frames not yet read as the transport's own stream, so a consumer can
+   *  pipe them without a JS step per frame; next() is not called again. Undefined where the
+   *  transport cannot (or the call has ended). close() still stops it. */
+  detach?(): ReadableStream<F> | undefined;
 }
 
 /** Collects what a drained prefill leg returned: its KV handoff (JSON object text). */

@@ -102,6 +102,21 @@ export interface LegStream<F> {
   cancel(): void;
   /** The engine's response headers, where the protocol has them. */
   headers(): Headers | undefined;
+  /** After the first frame was read: the frames left as the transport's own stream, for a
+   *  consumer that pipes them (no JS step per frame here). The consumer then calls `end`
+   *  exactly once; next() and cancel() are not used again. Undefined when the transport
+   *  cannot hand its stream over. */
+  detach?(): DetachedLeg<F> | undefined;
+}
+
+export interface DetachedLeg<F> {
+  body: ReadableStream<F>;
+  /** Pass to pipeTo: it fires when the leg is stopped (the client left, a timeout), so the
+   *  pipe cancels the engine's body, which over HTTP is vLLM's abort. */
+  signal: AbortSignal;
+  /** completed: read to its end; failed: broke off (the call is closed); cancelled: the
+   *  client left (the leg is aborted now). */
+  end(how: "completed" | "failed" | "cancelled"): void;
 }
 
 export interface OpenLegOptions {
@@ -137,8 +152,10 @@ export async function openLeg<P, F>(
     if (handedOver) ctx.onStreamEnd?.();
   };
   let stopped = false;
+  let pipeStop: AbortController | undefined;
   const stopNow = () => {
     stopped = true;
+    pipeStop?.abort(clientCancelledError());
     finish();
     abortCall();
   };
@@ -219,6 +236,23 @@ export async function openLeg<P, F>(
     },
     cancel() {
       if (state !== "done") stopNow();
+    },
+    detach() {
+      if (pending || stopped || state !== "streaming") return undefined;
+      const body = call.detach?.();
+      if (!body) return undefined;
+      pipeStop = new AbortController();
+      return {
+        body,
+        signal: pipeStop.signal,
+        end(how) {
+          if (how === "cancelled") stopNow();
+          else {
+            if (how === "failed") call.close();
+            finish();
+          }
+        },
+      };
     },
   };
 }

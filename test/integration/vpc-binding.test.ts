@@ -66,7 +66,10 @@ it("OpenAI HTTP engines through the binding: prefill and decode POSTs", async ()
   expect(res.status).toBe(200);
   expect(res.headers.get("x-pd-prefill")).toBe("ran");
   await res.json();
-  expect(vpc.seen).toEqual(["prefill.internal/v1/chat/completions", "decode.internal/v1/chat/completions"]);
+  await gw.settle();
+  // The generation legs, and the model's context length (GET /v1/models, in the background): all through the binding.
+  expect(vpc.seen.filter((u) => !u.endsWith("/v1/models"))).toEqual(["prefill.internal/v1/chat/completions", "decode.internal/v1/chat/completions"]);
+  expect(vpc.seen.filter((u) => u.endsWith("/v1/models"))).toHaveLength(1);
 });
 
 it("an engine naming a binding the Worker lacks: /health is 503 naming the field, requests get a 5xx naming the engine", async () => {

@@ -119,7 +119,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     const out = relayResponseHeaders(stream.headers());
     headers.forEach((v, k) => out.set(k, v));
     if (p.stream) {
-      const body = sseRelay(stream, {
+      const body = await sseRelay(stream, {
         leg: seen.backend === "regular" ? "engine" : "decode",
         clientSignal: gw.clientSignal,
         now: Date.now,
@@ -130,9 +130,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       });
       return new Response(body, { status: 200, headers: out });
     }
-    const bytes = await readWhole(gw, stream);
-    record(200);
-    return new Response(bytes, { status: 200, headers: out });
+    const body = await passThrough(gw, stream, seen.backend === "regular" ? "engine" : "decode", record);
+    return new Response(body, { status: 200, headers: out });
   } catch (err) {
     const e = toGatewayError(err);
     record(e.status, e.code);
@@ -144,11 +143,46 @@ function isTokenIds(prompt: unknown): prompt is number[] {
   return Array.isArray(prompt) && prompt.length > 0 && prompt.every((x) => typeof x === "number");
 }
 
+/** A non-streamed answer streamed through as the engine sends it: its first chunk, then the
+ *  engine's own body piped on (no JS step per chunk). Where the leg cannot hand its stream
+ *  over, it is read whole (bounded) first. The request is recorded when the body ends; a body
+ *  that breaks off after the head reaches the client as a broken body (its status was sent)
+ *  and is recorded as a 502 `<leg>_stream_error`. */
+async function passThrough(gw: GatewayContext, stream: LegStream<Uint8Array>, leg: "decode" | "engine", record: (status: number, errorCode?: string) => void): Promise<ReadableStream<Uint8Array> | Uint8Array> {
+  const first = await stream.next().catch((err: unknown) => ({ err }));
+  const detached = "err" in first || first.done ? undefined : stream.detach?.();
+  if (!detached) {
+    const bytes = await readWhole(gw, stream, "err" in first ? first : first.done ? undefined : first.value);
+    record(200);
+    return bytes;
+  }
+  const head = (first as IteratorYieldResult<Uint8Array>).value;
+  const relay = new TransformStream<Uint8Array, Uint8Array>({ start: (c) => c.enqueue(head) });
+  detached.body.pipeTo(relay.writable, { signal: detached.signal }).then(
+    () => {
+      detached.end("completed");
+      record(200);
+    },
+    () => {
+      const gone = gw.clientSignal.aborted;
+      detached.end(gone ? "cancelled" : "failed");
+      if (gone) record(499, "client_cancelled");
+      else record(502, `${leg}_stream_error`);
+    },
+  );
+  return relay.readable;
+}
+
 /** A non-streamed answer, whole (bounded), read straight off the leg (no stream around it). */
-async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>): Promise<Uint8Array> {
+async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>, first?: Uint8Array | { err: unknown }): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
+    if (first && "err" in first) throw first.err;
+    if (first) {
+      chunks.push(first);
+      size += first.byteLength;
+    }
     for (;;) {
       const r = await stream.next();
       if (r.done) break;

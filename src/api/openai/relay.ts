@@ -4,141 +4,136 @@
 // connection, an end without [DONE]) becomes one final gateway error event, then the stream
 // closes.
 //
-// Cost: a chunk is never decoded unless a byte scan (sse.ts `scanEvents`) finds something in
-// it that may be the [DONE] marker, an error or a usage report; only then are its events
-// decoded and parsed. The token count without usage is approximate: `countOutputPieces`
-// counts non-empty "text"/"content" members and "tool_calls" arrays in the bytes (one per
-// streamed token for vLLM), where the parsed path counts choices with output.
-import { concatBytes } from "../../core/body.js";
+// Cost: after the first chunk the engine's body is piped (pipeTo) through a TransformStream
+// whose transform only watches (no async step of ours per chunk), where the leg can hand its
+// stream over (LegStream.detach); else chunks are pulled one by one. A chunk is never decoded
+// unless a byte scan (sse.ts `scanEvents`) finds something in it that may be the [DONE]
+// marker, an error or a usage report; only then are its events decoded and parsed. The token
+// count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
+// members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
+// parsed path counts choices with output.
 import { errorText, GatewayError } from "../../core/errors.js";
-import type { LegStream } from "../../pd/leg.js";
+import type { DetachedLeg, LegStream } from "../../pd/leg.js";
 import { sseErrorEvent } from "./errors.js";
-import { classifySseEvent, completeEventsEnd, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
+import { SseWatch } from "./sse-watch.js";
+import type { RelayEnd, RelayOptions } from "./sse-watch.js";
 
-export interface RelayStats {
-  /** When the first data event arrived (TTFT). */
-  firstEventAt?: number;
-  lastEventAt?: number;
-  usage?: Usage;
-  /** Choices with output seen, ≈ output tokens. */
-  outputPieces: number;
-}
-
-export interface RelayEnd {
-  outcome: "completed" | "failed" | "cancelled";
-  status: number;
-  errorCode?: string;
-  stats: RelayStats;
-}
-
-export interface RelayOptions {
-  /** "decode" for the PD path, "engine" for aggregated mode: the error code's prefix. */
-  leg: "decode" | "engine";
-  clientSignal: AbortSignal;
-  now: () => number;
-  onEnd(end: RelayEnd): void;
-}
+export type { RelayEnd, RelayOptions, RelayStats } from "./sse-watch.js";
 
 const encoder = new TextEncoder();
 
-export function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): ReadableStream<Uint8Array> {
-  const stats: RelayStats = { outputPieces: 0 };
-  let held: Uint8Array | undefined; // an incomplete event's first bytes
-  let sawDone = false;
-  let ended = false;
-  const end = (e: Omit<RelayEnd, "stats">) => {
-    if (ended) return;
-    ended = true;
-    o.onEnd({ ...e, stats });
-  };
-  const streamError = (status: number, message: string) => {
-    const code = `${o.leg}_stream_error`;
-    return new GatewayError(code, status, message);
-  };
-  const label = o.leg === "decode" ? "Decode" : "Engine";
+/** The client's SSE body. Resolves once the leg's first frame (already read by the pipeline)
+ *  is in hand. */
+export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): Promise<ReadableStream<Uint8Array>> {
+  const watch = new SseWatch(o);
+  let first: IteratorResult<Uint8Array>;
+  try {
+    first = await engine.next();
+  } catch (err) {
+    return pulled(engine, watch, o, err);
+  }
+  const detached = first.done ? undefined : engine.detach?.();
+  if (!detached || first.done) return pulled(engine, watch, o, undefined, first);
+  return piped(detached, watch, o, first.value);
+}
 
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, prefix: string, err: GatewayError) => {
-    controller.enqueue(encoder.encode(prefix + sseErrorEvent(err)));
+/** The engine's body piped through a watching TransformStream. */
+function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first: Uint8Array): ReadableStream<Uint8Array> {
+  let out!: TransformStreamDefaultController<Uint8Array>;
+  let over = false;
+  const finish = (how: "completed" | "failed" | "cancelled", end: Omit<RelayEnd, "stats">) => {
+    if (over) return;
+    over = true;
+    leg.end(how);
+    watch.end(end);
+  };
+  const fail = (err: GatewayError, before = "") => {
+    out.enqueue(encoder.encode(before + sseErrorEvent(err)));
+    out.terminate();
+    finish("failed", { outcome: "failed", status: err.status, errorCode: err.code });
+  };
+  const pass = (bytes: Uint8Array) => {
+    const r = watch.chunk(bytes);
+    if (r.error) return fail(r.error.error, r.error.before);
+    if (r.out) out.enqueue(r.out);
+  };
+  const relay = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      out = controller;
+      pass(first);
+    },
+    transform(chunk) {
+      if (!over) pass(chunk);
+    },
+    flush() {
+      if (over) return;
+      const r = watch.close();
+      if (r.error) return fail(r.error.error);
+      if (r.out) out.enqueue(r.out);
+      finish("completed", { outcome: "completed", status: 200 });
+    },
+  });
+  // preventAbort: an engine that breaks off still gets its final error event written.
+  leg.body.pipeTo(relay.writable, { preventAbort: true, signal: leg.signal }).catch((err: unknown) => {
+    if (over) return;
+    try {
+      if (!o.clientSignal.aborted) return fail(watch.brokenStream(errorText(err)));
+      out.terminate(); // a reader still there (the runtime's) sees the body end
+    } catch {
+      // The client's side is gone (enqueue throws once the readable is cancelled).
+    }
+    finish("cancelled", { outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+  });
+  return relay.readable;
+}
+
+/** Chunk by chunk through LegStream.next(), for a leg that cannot hand its stream over. */
+function pulled(engine: LegStream<Uint8Array>, watch: SseWatch, o: RelayOptions, firstError?: unknown, first?: IteratorResult<Uint8Array>): ReadableStream<Uint8Array> {
+  let pendingFirst = first;
+  let pendingError = firstError;
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, err: GatewayError, before = "") => {
+    controller.enqueue(encoder.encode(before + sseErrorEvent(err)));
     controller.close();
     engine.cancel();
-    end({ outcome: "failed", status: err.status, errorCode: err.code });
+    watch.end({ outcome: "failed", status: err.status, errorCode: err.code });
   };
-
-  const sawChunk = () => {
-    const t = o.now();
-    stats.firstEventAt ??= t;
-    stats.lastEventAt = t;
-  };
-
-  /** The slow path: decode and classify each event. Returns the error (and the text before
-   *  it) when one is in-band. */
-  const parseEvents = (events: Uint8Array): { before: string; error: GatewayError } | undefined => {
-    const text = new TextDecoder().decode(events);
-    let before = "";
-    for (const event of splitSseEvents(text).events) {
-      const kind = classifySseEvent(event);
-      if (kind.kind === "error") return { before, error: streamError(kind.status, kind.message) };
-      if (kind.kind === "done") sawDone = true;
-      else if (kind.kind === "chunk") {
-        sawChunk();
-        stats.outputPieces += outputPieces(kind.json);
-        const u = usageOf(kind.json);
-        if (u) stats.usage = u;
-      }
-      before += event;
-    }
-    return undefined;
-  };
-
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
         let r: IteratorResult<Uint8Array>;
         try {
-          r = await engine.next();
+          if (pendingError !== undefined) throw pendingError;
+          r = pendingFirst ?? (await engine.next());
+          pendingFirst = undefined;
         } catch (err) {
-          if (ended) return;
+          pendingError = undefined;
+          if (watch.over) return;
           if (o.clientSignal.aborted) {
             controller.close();
-            end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+            watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
             return;
           }
-          return fail(controller, "", err instanceof GatewayError ? err : streamError(502, `${label} stream error: ${errorText(err)}`));
+          return fail(controller, err instanceof GatewayError ? err : watch.brokenStream(errorText(err)));
         }
-        if (ended) return;
+        if (watch.over) return;
         if (r.done) {
-          // An incomplete last event is dropped: it is a fragment no client could parse.
-          if (!sawDone) return fail(controller, "", streamError(502, `${label} stream ended before [DONE]`));
-          if (held) controller.enqueue(held);
-          held = undefined;
+          const c = watch.close();
+          if (c.error) return fail(controller, c.error.error);
+          if (c.out) controller.enqueue(c.out);
           controller.close();
-          end({ outcome: "completed", status: 200 });
+          watch.end({ outcome: "completed", status: 200 });
           return;
         }
-        let buf = r.value;
-        if (held) {
-          buf = concatBytes([held, buf], held.byteLength + buf.byteLength);
-          held = undefined;
-        }
-        const cut = completeEventsEnd(buf);
-        if (cut < buf.byteLength) held = buf.slice(cut);
-        if (cut === 0) continue;
-        const events = cut === buf.byteLength ? buf : buf.subarray(0, cut);
-        const scan = scanEvents(events);
-        if (scan.parse) {
-          const bad = parseEvents(events);
-          if (bad) return fail(controller, bad.before, bad.error);
-        } else if (hasDataField(events)) {
-          sawChunk();
-          stats.outputPieces += scan.pieces;
-        }
-        controller.enqueue(events);
+        const c = watch.chunk(r.value);
+        if (c.error) return fail(controller, c.error.error, c.error.before);
+        if (!c.out) continue;
+        controller.enqueue(c.out);
         return;
       }
     },
     cancel() {
       engine.cancel();
-      end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+      watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
     },
   });
 }

@@ -5,11 +5,14 @@ import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
 
 type Step = string | Error;
+/** pulled: the relay reads the leg frame by frame; piped: the leg hands its stream over
+ *  after the first frame (LegStream.detach) and the relay pipes it. Every case runs both. */
+type Mode = "pulled" | "piped";
 
-function scriptedLeg(steps: Step[]) {
+function scriptedLeg(steps: Step[], mode: Mode) {
   const enc = new TextEncoder();
-  // cancel() is the leg's one "stop now" (a failed relay and a client that left alike).
-  const state = { closed: false, gone: false };
+  // cancel() (or end("cancelled")) is the leg's one "stop now"; a failed relay closes it.
+  const state = { closed: false, gone: false, ended: undefined as string | undefined };
   const leg: LegStream<Uint8Array> = {
     headers: () => undefined,
     async next() {
@@ -19,29 +22,50 @@ function scriptedLeg(steps: Step[]) {
       return { done: false, value: enc.encode(s) };
     },
     cancel: () => void (state.closed = state.gone = true),
+    ...(mode === "piped"
+      ? {
+          detach: () => ({
+            signal: new AbortController().signal,
+            body: new ReadableStream<Uint8Array>({
+              pull(c) {
+                const s = steps.shift();
+                if (s === undefined) c.close();
+                else if (s instanceof Error) c.error(s);
+                else c.enqueue(enc.encode(s));
+              },
+            }),
+            end(how: "completed" | "failed" | "cancelled") {
+              state.ended = how;
+              if (how !== "completed") state.closed = true;
+              if (how === "cancelled") state.gone = true;
+            },
+          }),
+        }
+      : {}),
   };
   return { leg, state };
-}
-
-async function run(steps: Step[], signal = new AbortController().signal) {
-  const { leg, state } = scriptedLeg(steps);
-  let end: RelayEnd | undefined;
-  let t = 100;
-  const stream = sseRelay(leg, { leg: "decode", clientSignal: signal, now: () => (t += 10), onEnd: (e) => (end = e) });
-  const text = await new Response(stream).text();
-  return { text, end: end!, state };
 }
 
 const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
 const USAGE = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 2 } })}\n\n`;
 
-describe("sseRelay", () => {
+describe.each(["pulled", "piped"] as const)("sseRelay (%s)", (mode) => {
+  async function run(steps: Step[], signal = new AbortController().signal) {
+    const { leg, state } = scriptedLeg(steps, mode);
+    let end: RelayEnd | undefined;
+    let t = 100;
+    const stream = await sseRelay(leg, { leg: "decode", clientSignal: signal, now: () => (t += 10), onEnd: (e) => (end = e) });
+    const text = await new Response(stream).text();
+    return { text, end: end!, state };
+  }
+
   it("passes a normal stream through byte for byte, split anywhere", async () => {
     const all = chunk("a") + chunk("b") + USAGE + "data: [DONE]\n\n";
-    const { text, end } = await run([all.slice(0, 7), all.slice(7, 50), all.slice(50)]);
+    const { text, end, state } = await run([all.slice(0, 7), all.slice(7, 50), all.slice(50)]);
     expect(text).toBe(all);
     expect(end).toMatchObject({ outcome: "completed", status: 200 });
     expect(end.stats).toMatchObject({ firstEventAt: 110, outputPieces: 2, usage: { promptTokens: 4, completionTokens: 2 } });
+    if (mode === "piped") expect(state.ended).toBe("completed");
   });
 
   it("replaces an engine's in-band error event with the gateway's, then closes", async () => {
@@ -88,11 +112,12 @@ describe("sseRelay", () => {
   });
 
   it("a client cancel tells the leg the client is gone", async () => {
-    const { leg, state } = scriptedLeg([chunk("a"), chunk("b")]);
+    const { leg, state } = scriptedLeg([chunk("a"), chunk("b"), chunk("c")], mode);
     let end: RelayEnd | undefined;
-    const reader = sseRelay(leg, { leg: "engine", clientSignal: new AbortController().signal, now: Date.now, onEnd: (e) => (end = e) }).getReader();
+    const reader = (await sseRelay(leg, { leg: "engine", clientSignal: new AbortController().signal, now: Date.now, onEnd: (e) => (end = e) })).getReader();
     await reader.read();
     await reader.cancel();
+    await new Promise((r) => setTimeout(r, 0)); // the pipe learns of the cancel
     expect(state.gone).toBe(true);
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
