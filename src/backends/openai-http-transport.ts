@@ -27,6 +27,7 @@ export const MAX_PREFILL_RESPONSE_BYTES = 16 * 1024 * 1024;
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+const EMPTY = new Uint8Array(0);
 
 export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = {
   // Both legs get the full body, and there is no typed bootstrap form (decision 1).
@@ -46,7 +47,8 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
     let headers: Headers | undefined;
     let ended = false;
     let closed = false;
-    const open = async (): Promise<ReadableStreamDefaultReader<Uint8Array> | undefined> => {
+    let opened = false;
+    const open = async (): Promise<void> => {
       let res: Response;
       try {
         res = await head;
@@ -56,7 +58,15 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
       headers = res.headers;
       if (!res.ok) throw await statusFailure(res);
       resBody = res.body ?? undefined;
-      return resBody?.getReader();
+      opened = true;
+    };
+    const readBody = (): Promise<IteratorResult<Uint8Array>> => {
+      if (!resBody) {
+        ended = true;
+        return Promise.resolve(DONE);
+      }
+      reader = resBody.getReader();
+      return read(reader);
     };
     const readFailed = (err: unknown): never => {
       throw new LegFailure("read", 502, errorText(err));
@@ -68,20 +78,21 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
     };
     // Not async: one promise per chunk (the reader's), not three.
     const read = (rd: ReadableStreamDefaultReader<Uint8Array>) => rd.read().then(onRead, readFailed);
+    // A non-streamed answer's first frame is its head (vLLM sends it with the finished
+    // answer): an empty chunk, so the body can be handed over untouched (detach).
+    let headFrame = spec.leg !== "prefill" && !p.stream;
     return {
       next() {
         // Closed by the gateway is not an end the engine sent: never a clean "done".
         if (closed) return Promise.reject(new LegFailure("transport", 502, "the call was closed"));
         if (ended) return Promise.resolve(DONE);
+        if (headFrame) {
+          headFrame = false;
+          return open().then(() => ({ done: false, value: EMPTY }));
+        }
         if (reader) return read(reader);
-        return open().then((rd) => {
-          reader = rd;
-          if (!rd) {
-            ended = true;
-            return DONE;
-          }
-          return read(rd);
-        });
+        if (opened) return readBody();
+        return open().then(readBody);
       },
       close() {
         if (ended || closed) return;
@@ -90,12 +101,12 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
         // the body closes the engine's connection, where aborting the fetch now would not.
         if (!reader && resBody?.locked) return;
         controller.abort();
-        reader?.cancel().catch(() => undefined);
+        (reader ?? resBody)?.cancel().catch(() => undefined);
       },
       headers: () => headers,
       detach() {
-        if (!reader || ended || closed || !resBody) return undefined;
-        reader.releaseLock();
+        if (!opened || ended || closed || !resBody) return undefined;
+        reader?.releaseLock();
         reader = undefined;
         return resBody;
       },

@@ -130,7 +130,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       });
       return new Response(body, { status: 200, headers: out });
     }
-    const body = await passThrough(gw, stream, seen.backend === "regular" ? "engine" : "decode", record);
+    const body = await passThrough(gw, stream);
+    record(200);
     return new Response(body, { status: 200, headers: out });
   } catch (err) {
     const e = toGatewayError(err);
@@ -143,34 +144,18 @@ function isTokenIds(prompt: unknown): prompt is number[] {
   return Array.isArray(prompt) && prompt.length > 0 && prompt.every((x) => typeof x === "number");
 }
 
-/** A non-streamed answer streamed through as the engine sends it: its first chunk, then the
- *  engine's own body piped on (no JS step per chunk). Where the leg cannot hand its stream
- *  over, it is read whole (bounded) first. The request is recorded when the body ends; a body
- *  that breaks off after the head reaches the client as a broken body (its status was sent)
- *  and is recorded as a 502 `<leg>_stream_error`. */
-async function passThrough(gw: GatewayContext, stream: LegStream<Uint8Array>, leg: "decode" | "engine", record: (status: number, errorCode?: string) => void): Promise<ReadableStream<Uint8Array> | Uint8Array> {
+/** A non-streamed answer as the engine sent it: the engine's own body handed to the client
+ *  untouched (LegStream.detach; over HTTP the leg's first frame is the answer's head, which
+ *  vLLM sends with the finished answer), so relaying it costs no JS at all; the runtime
+ *  passes a client's cancel on to the engine's connection. Where the leg cannot hand its
+ *  body over, it is read whole (bounded). */
+async function passThrough(gw: GatewayContext, stream: LegStream<Uint8Array>): Promise<ReadableStream<Uint8Array> | Uint8Array> {
   const first = await stream.next().catch((err: unknown) => ({ err }));
-  const detached = "err" in first || first.done ? undefined : stream.detach?.();
-  if (!detached) {
-    const bytes = await readWhole(gw, stream, "err" in first ? first : first.done ? undefined : first.value);
-    record(200);
-    return bytes;
-  }
-  const head = (first as IteratorYieldResult<Uint8Array>).value;
-  const relay = new TransformStream<Uint8Array, Uint8Array>({ start: (c) => c.enqueue(head) });
-  detached.body.pipeTo(relay.writable, { signal: detached.signal }).then(
-    () => {
-      detached.end("completed");
-      record(200);
-    },
-    () => {
-      const gone = gw.clientSignal.aborted;
-      detached.end(gone ? "cancelled" : "failed");
-      if (gone) record(499, "client_cancelled");
-      else record(502, `${leg}_stream_error`);
-    },
-  );
-  return relay.readable;
+  const detached = "err" in first || first.done || first.value.byteLength > 0 ? undefined : stream.detach?.();
+  if (!detached) return readWhole(gw, stream, "err" in first ? first : first.done ? undefined : first.value);
+  // The engine has answered: its load and the leg end here; the bytes are the runtime's.
+  detached.end("completed");
+  return detached.body;
 }
 
 /** A non-streamed answer, whole (bounded), read straight off the leg (no stream around it). */
