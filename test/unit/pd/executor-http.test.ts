@@ -316,8 +316,10 @@ describe("client disconnects", () => {
         }),
         { status: 200 },
       );
-    // The client leaves the moment prefill's answer has been read.
-    const inp = input({ model: "m", prompt: "hi" }, { clientSignal: client.signal, waitUntil: (p) => tasks.push(p), onPrefillDrained: () => client.abort() });
+    // The client leaves the moment prefill's answer has been read. Streamed: decode's first
+    // frame is its first chunk (a non-streamed answer's first frame is its head, which vLLM
+    // sends with the finished answer).
+    const inp = input({ model: "m", prompt: "hi", stream: true }, { clientSignal: client.signal, waitUntil: (p) => tasks.push(p), onPrefillDrained: () => client.abort() });
     const e = await failure(runHttpSequentialPd(inp));
     expect(e.code).toBe("client_cancelled");
     expect(calls).toHaveLength(2);
