@@ -27,6 +27,8 @@ export interface LoadedModel {
   regular: EngineConfig[];
   /** Explicit tokenizer source (static config only; registry engines never carry one). */
   tokenizer?: TokenizerSource;
+  /** How the OpenAI surface relays this model's SSE streams (schema.ts). */
+  sse_relay: "inspect" | "native";
 }
 
 let cached: { text: string; config: LoadedConfig } | undefined;
@@ -61,6 +63,7 @@ export function parseConfig(text: string | undefined): LoadedConfig {
       decode: pools.decode.map(name("decode")),
       encode: pools.encode.map(name("encode")),
       regular: pools.regular.map(name("regular")),
+      sse_relay: pools.sse_relay,
       ...(pools.tokenizer ? { tokenizer: pools.tokenizer } : {}),
     };
   }

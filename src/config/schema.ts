@@ -80,6 +80,10 @@ function build() {
       /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
        *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
       tokenizer: tokenizerSourceSchema.optional(),
+      /** How the OpenAI surface relays this model's SSE streams: "inspect" watches every
+       *  chunk (token counts, TPOT, in-band errors rewritten); "native" hands the engine's
+       *  body to the runtime untouched (pass-through cost; TTFT only). docs/configuration.md. */
+      sse_relay: z.enum(["inspect", "native"]).default("inspect"),
     })
     .strict();
 

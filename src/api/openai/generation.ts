@@ -120,6 +120,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     headers.forEach((v, k) => out.set(k, v));
     if (p.stream) {
       const body = await sseRelay(stream, {
+        native: gw.routing.models[p.model]?.sse_relay === "native",
+        waitUntil: gw.waitUntil,
         leg: seen.backend === "regular" ? "engine" : "decode",
         clientSignal: gw.clientSignal,
         now: Date.now,

@@ -24,7 +24,7 @@ const encoder = new TextEncoder();
 
 /** The client's SSE body. Resolves once the leg's first frame (already read by the pipeline)
  *  is in hand. */
-export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): Promise<ReadableStream<Uint8Array>> {
+export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions & { native?: boolean }): Promise<ReadableStream<Uint8Array>> {
   const watch = new SseWatch(o);
   let first: IteratorResult<Uint8Array>;
   try {
@@ -34,7 +34,36 @@ export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions): 
   }
   const detached = first.done ? undefined : engine.detach?.();
   if (!detached || first.done) return pulled(engine, watch, o, undefined, first);
+  if (o.native) return native(detached, watch, o, first.value);
   return piped(detached, watch, o, first.value);
+}
+
+/** The engine's body handed to the runtime as it is (models with `sse_relay: "native"`): no
+ *  JS step per chunk, so pass-through cost. Seen: the first chunk (TTFT) and how the body
+ *  ended. Not seen: tokens, usage, [DONE], in-band errors (the client gets vLLM's own error
+ *  event); a body that breaks off reaches the client as a broken body. */
+function native(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first: Uint8Array): ReadableStream<Uint8Array> {
+  watch.sawFirstChunk();
+  const pipe = typeof IdentityTransformStream === "function" ? new IdentityTransformStream() : new TransformStream<Uint8Array, Uint8Array>();
+  const writer = pipe.writable.getWriter();
+  const ended = (how: "completed" | "failed" | "cancelled") => {
+    leg.end(how);
+    if (how === "completed") watch.end({ outcome: "completed", status: 200 });
+    else if (how === "cancelled") watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+    else watch.end({ outcome: "failed", status: 502, errorCode: `${o.leg}_stream_error` });
+  };
+  const piping = writer
+    .write(first)
+    .then(() => {
+      writer.releaseLock();
+      return leg.body.pipeTo(pipe.writable, { signal: leg.signal });
+    })
+    .then(
+      () => ended("completed"),
+      () => ended(o.clientSignal.aborted ? "cancelled" : "failed"),
+    );
+  o.waitUntil?.(piping);
+  return pipe.readable as ReadableStream<Uint8Array>;
 }
 
 /** The engine's body piped through a watching TransformStream. */
@@ -74,7 +103,7 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
     },
   });
   // preventAbort: an engine that breaks off still gets its final error event written.
-  leg.body.pipeTo(relay.writable, { preventAbort: true, signal: leg.signal }).catch((err: unknown) => {
+  const piping = leg.body.pipeTo(relay.writable, { preventAbort: true, signal: leg.signal }).catch((err: unknown) => {
     if (over) return;
     try {
       if (!o.clientSignal.aborted) return fail(watch.brokenStream(errorText(err)));
@@ -84,6 +113,7 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
     }
     finish("cancelled", { outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
   });
+  o.waitUntil?.(piping);
   return relay.readable;
 }
 

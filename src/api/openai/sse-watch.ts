@@ -12,6 +12,8 @@ export interface RelayStats {
   usage?: Usage;
   /** Choices with output seen, ≈ output tokens. */
   outputPieces: number;
+  /** False for a natively relayed stream: only firstEventAt is known. */
+  inspected?: boolean;
 }
 
 export interface RelayEnd {
@@ -27,6 +29,8 @@ export interface RelayOptions {
   clientSignal: AbortSignal;
   now: () => number;
   onEnd(end: RelayEnd): void;
+  /** Keeps work that ends after the response body (the pipe's end) in the request's life. */
+  waitUntil?(promise: Promise<unknown>): void;
 }
 
 /** Bytes to send on, or the in-band error found (with the events before it, as text). */
@@ -97,6 +101,12 @@ export class SseWatch {
 
   private streamError(status: number, message: string): GatewayError {
     return new GatewayError(`${this.o.leg}_stream_error`, status, message);
+  }
+
+  /** TTFT for a stream that is not inspected (the first chunk's arrival). */
+  sawFirstChunk(): void {
+    this.stats.firstEventAt ??= this.o.now();
+    this.stats.inspected = false;
   }
 
   private sawEvent(): void {

@@ -122,3 +122,47 @@ describe.each(["pulled", "piped"] as const)("sseRelay (%s)", (mode) => {
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
 });
+
+// sse_relay: "native": the engine's body goes to the client as it is; only the first chunk's
+// time and how the body ended are known.
+describe("sseRelay (native)", () => {
+  async function runNative(steps: Step[], signal = new AbortController().signal) {
+    const { leg, state } = scriptedLeg(steps, "piped");
+    let end: RelayEnd | undefined;
+    let t = 100;
+    const stream = await sseRelay(leg, { leg: "decode", clientSignal: signal, now: () => (t += 10), onEnd: (e) => (end = e), native: true });
+    const text = await new Response(stream).text().catch(() => "<broken body>");
+    await new Promise((r) => setTimeout(r, 0));
+    return { text, end: end!, state };
+  }
+
+  it("passes the bytes through untouched, an engine's in-band error event included; TTFT only", async () => {
+    const err = `data: ${JSON.stringify({ error: { message: "mid", code: 500 } })}\n\n`;
+    const all = chunk("a") + USAGE + err;
+    const { text, end, state } = await runNative([all.slice(0, 9), all.slice(9)]);
+    expect(text).toBe(all);
+    expect(end).toMatchObject({ outcome: "completed", status: 200 });
+    expect(end.stats).toEqual({ firstEventAt: 110, outputPieces: 0, inspected: false });
+    expect(state.ended).toBe("completed");
+  });
+
+  it("a body that breaks off is a failed stream (the client gets a broken body)", async () => {
+    const { text, end, state } = await runNative([chunk("a"), new TypeError("Network connection lost")]);
+    expect(text).toBe("<broken body>");
+    expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_stream_error" });
+    expect(state.ended).toBe("failed");
+  });
+
+  it("after the client left, the leg is told the client is gone", async () => {
+    const client = new AbortController();
+    const { leg, state } = scriptedLeg([chunk("a"), chunk("b"), chunk("c")], "piped");
+    let end: RelayEnd | undefined;
+    const reader = (await sseRelay(leg, { leg: "engine", clientSignal: client.signal, now: Date.now, onEnd: (e) => (end = e), native: true })).getReader();
+    await reader.read();
+    client.abort();
+    await reader.cancel();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(state.gone).toBe(true);
+    expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
+  });
+});
