@@ -37,6 +37,7 @@ export type Work = (t: Target) => Promise<number>;
 
 const SMALL = `non-streamed completion (${SMALL_MAX_TOKENS} tokens)`;
 const STREAM_256 = completionBody({ model: M.agg, maxTokens: 256, stream: true });
+const STREAM_256_NATIVE = completionBody({ model: M.aggNative, maxTokens: 256, stream: true });
 
 function httpWork(spec: RequestSpec): Work {
   return async (t) => (await once(t, spec, 16)).events?.length ?? 0;
@@ -101,6 +102,7 @@ export async function measureCpu(ctx: BenchContext): Promise<CpuCase[]> {
     ["256-token SSE stream", gw, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
     ["256-token SSE stream", pt, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
     ["256-token SSE stream", pk, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
+    ["256-token SSE stream, sse_relay native", gw, httpWork({ path: "/v1/completions", body: STREAM_256_NATIVE, sse: true }), ctx.counts.cpuStreamRequests],
     ["256-token Connect stream", gw, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
     ["256-token Connect stream", pt, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
     ["PD, OpenAI HTTP, n=1 (prefill + decode legs)", gw, httpWork(pd(1))],

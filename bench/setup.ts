@@ -9,6 +9,8 @@ import { zeroLatencyEngine } from "./targets.js";
 export const M = {
   /** Aggregated, one `regular` engine with zero simulated latency (items 1-3, 5, 6). */
   agg: "bench-agg",
+  /** As agg, on an engine of its own, with the model's sse_relay "native" (issue 17). */
+  aggNative: "bench-agg-native",
   /** PD pair with zero simulated latency (CPU of a two-leg request). */
   pd0: "bench-pd0",
   /** PD pair with the sim's default latency model (item 4). */
@@ -33,6 +35,7 @@ export function clusterSpec(): ClusterSpec {
     recentRequests: 4,
     engines: [
       zeroLatencyEngine("agg0", M.agg),
+      zeroLatencyEngine("aggn", M.aggNative),
       nixl("p0", "prefill", M.pd0, { latency: zero }),
       nixl("d0", "decode", M.pd0, { latency: zero }),
       nixl("plat", "prefill", M.pd),
@@ -60,6 +63,7 @@ export function gatewayConfig(sim: SimProcess): unknown {
     debug: { allow_pd_overrides: true },
     models: {
       [M.agg]: { regular: both("agg0", sim.url("agg0")) },
+      [M.aggNative]: { regular: both("aggn", sim.url("aggn")), sse_relay: "native" },
       [M.pd0]: { prefill: both("p0", sim.url("p0"), nixl), decode: both("d0", sim.url("d0")) },
       [M.pd]: { prefill: both("plat", sim.url("plat"), nixl), decode: both("dlat", sim.url("dlat")) },
       [M.aggLat]: { regular: both("agglat", sim.url("agglat")) },

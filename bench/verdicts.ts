@@ -32,6 +32,24 @@ export function verdicts(r: BenchResult): Verdict[] {
   out.push({ id: "vs-portkey", target: ">= 2x the Portkey gateway's throughput", figure: "gateway / Portkey req/s, c=32", value: vsPk === undefined ? "n/a" : `${f(vsPk)}x`, met: vsPk === undefined ? undefined : vsPk >= 2 });
   const cpu = cpuOf(r, "non-streamed", "gateway");
   out.push({ id: "cpu", target: "CPU per non-streamed request <= 0.5 ms", figure: "gateway workerd utime+stime / requests", value: `${f(cpu?.cpuMsPerRequest, 3)} ms`, met: cpu ? cpu.cpuMsPerRequest <= 0.5 : undefined });
+  // Issue 17: the relay against the pass-through Worker, measured side by side in this run.
+  const ratio = (kase: string, per: "request" | "chunk", target = "gateway") => {
+    const g = cpuOf(r, kase, target);
+    const p = cpuOf(r, kase.split(",")[0]!, "passthrough");
+    const a = per === "chunk" ? g?.cpuMsPerChunk : g?.cpuMsPerRequest;
+    const b = per === "chunk" ? p?.cpuMsPerChunk : p?.cpuMsPerRequest;
+    return a !== undefined && b !== undefined && b > 0 ? a / b : undefined;
+  };
+  const ratios: [string, string, string, "request" | "chunk", number][] = [
+    ["ratio-cpu", "CPU per non-streamed completion <= 1.15x the pass-through Worker's", "non-streamed", "request", 1.15],
+    ["ratio-sse", "CPU per SSE chunk <= 1.5x the pass-through Worker's", "256-token SSE stream", "chunk", 1.5],
+    ["ratio-sse-native", "CPU per SSE chunk <= 1.5x the pass-through Worker's (sse_relay native)", "256-token SSE stream, sse_relay native", "chunk", 1.5],
+    ["ratio-connect", "CPU per Connect frame <= 2x the pass-through Worker's", "256-token Connect stream", "chunk", 2],
+  ];
+  for (const [id, target, kase, per, max] of ratios) {
+    const x = kase === "256-token SSE stream" ? ratioExact(r, kase, per) : ratio(kase, per);
+    out.push({ id, target, figure: `gateway / pass-through CPU per ${per}, ${kase}`, value: x === undefined ? "n/a" : `${f(x)}x`, met: x === undefined ? undefined : x <= max });
+  }
   for (const s of r.fanout?.savings ?? []) {
     out.push({
       id: `saving-${s.surface}-${s.promptTokens}`,
@@ -48,6 +66,15 @@ export function verdicts(r: BenchResult): Verdict[] {
     out.push({ id: "zero-prefill", target: "zero prefill GPU work for fan-out", figure: "prefill engine promptTokensComputed per n=4 request, predicate on", value: `${f(worst, 0)} tokens`, met: worst === 0 });
   }
   return out;
+}
+
+/** The ratio for a case named exactly `kase` (not the cases that only start with it). */
+function ratioExact(r: BenchResult, kase: string, per: "request" | "chunk"): number | undefined {
+  const g = r.cpu?.find((c) => c.case === kase && c.target === "gateway");
+  const p = r.cpu?.find((c) => c.case === kase && c.target === "passthrough");
+  const a = per === "chunk" ? g?.cpuMsPerChunk : g?.cpuMsPerRequest;
+  const b = per === "chunk" ? p?.cpuMsPerChunk : p?.cpuMsPerRequest;
+  return a !== undefined && b !== undefined && b > 0 ? a / b : undefined;
 }
 
 function topModules(p: ProfileResult | undefined, k = 4): string {

@@ -46,9 +46,11 @@ export function ttftFlag(e: StreamCompleteEvent): "measured" | "no_tokens" {
   return typeof e.ttftMs === "number" ? "measured" : "no_tokens";
 }
 
-export function tpotFlag(e: StreamCompleteEvent): "measured" | "no_tokens" | "single_token" {
+export function tpotFlag(e: StreamCompleteEvent): "measured" | "no_tokens" | "single_token" | "not_counted" {
   if (typeof e.tpotMs === "number") return "measured";
-  return typeof e.ttftMs === "number" ? "single_token" : "no_tokens";
+  if (typeof e.ttftMs !== "number") return "no_tokens";
+  // A first token but no count: a stream relayed without inspection (sse_relay "native").
+  return e.outputTokens === 0 ? "not_counted" : "single_token";
 }
 
 /** The breaker's reading of an outcome: failure iff retryable status (pd-reference 2.9). */
