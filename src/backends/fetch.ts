@@ -20,15 +20,15 @@ type Fetch = typeof fetch;
 
 /** engineFetch over another fetch (a binding's). */
 export function engineFetchVia(base: Fetch): Fetch {
-  return async (input, init) => {
-    const options: RequestInit = { ...init, redirect: "manual" };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await base(input, options);
-      } catch (err) {
-        if (attempt >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
-      }
-    }
+  return (input, init) => {
+    // Callers on the hot path already ask for "manual": no copy of their options then.
+    const options: RequestInit = init?.redirect === "manual" ? init : { ...init, redirect: "manual" };
+    const attempt = (n: number): Promise<Response> =>
+      base(input, options).catch((err: unknown) => {
+        if (n >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
+        return attempt(n + 1);
+      });
+    return attempt(0);
   };
 }
 

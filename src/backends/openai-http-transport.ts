@@ -40,6 +40,7 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
       headers: engineRequestHeaders(p.clientHeaders, spec.requestId, spec.leg !== "prefill" && p.stream),
       body,
       signal: controller.signal,
+      redirect: "manual",
     });
     head.catch(() => undefined); // observed by next(); never an unhandled rejection
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;

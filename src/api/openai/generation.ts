@@ -117,7 +117,10 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     });
 
     const out = relayResponseHeaders(stream.headers());
-    headers.forEach((v, k) => out.set(k, v));
+    // The gateway's own headers: the request id and the PD decision (no iteration needed).
+    out.set("x-request-id", requestId);
+    const decision = headers.get("x-pd-prefill");
+    if (decision !== null) out.set("x-pd-prefill", decision);
     if (p.stream) {
       const body = await sseRelay(stream, {
         native: gw.routing.models[p.model]?.sse_relay === "native",
