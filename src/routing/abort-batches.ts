@@ -5,10 +5,12 @@
 // Abort still goes out at once. Waiting ids are bounded; beyond the bound a call is refused
 // (the caller answers 429) rather than queued without end.
 //
-// Each RPC is sent by a call that waits for it (the first of its batch), never by a call that
-// has already answered: on Workers, I/O started for a request that has completed is
-// cancelled. A queue whose sender vanished (its client went away mid-RPC) is taken over by the
-// next call once the RPC would have timed out.
+// Workers rules this design follows: I/O started for a request that has completed is
+// cancelled, so each RPC is sent by a call that waits for it (the first of its batch), never
+// by one that has answered; and a request whose code awaits only another request's promise is
+// killed as hung, so every waiting call also holds a timer of its own. When that timer fires
+// first (its sender vanished, e.g. its client went away mid-RPC, or the RPC is slow), the
+// call sends its own ids itself: a second Abort for an id is harmless.
 import type { EngineTarget } from "../core/types.js";
 
 export type SendAbort = (engine: EngineTarget, ids: string[]) => Promise<void>;
@@ -26,6 +28,8 @@ interface EngineQueue {
   waitingIds: number;
   /** When the RPC in flight was started; undefined when none is. */
   sendingSince: number | undefined;
+  /** Counts senders, so one that was presumed gone and taken over knows it. */
+  senders: number;
 }
 
 export interface AbortBatchLimits {
@@ -55,7 +59,7 @@ export class AbortBatches {
    *  reports its own failures); false at once when the engine's queue is full. */
   async abort(engine: EngineTarget, ids: string[]): Promise<boolean> {
     let q = this.queues.get(engine.name);
-    if (!q) this.queues.set(engine.name, (q = { engine, waiting: [], waitingIds: 0, sendingSince: undefined }));
+    if (!q) this.queues.set(engine.name, (q = { engine, waiting: [], waitingIds: 0, sendingSince: undefined, senders: 0 }));
     const self: Waiting = { ids, wake: () => undefined };
     if (q.sendingSince === undefined || this.now() - q.sendingSince > this.limits.stalledAfterMs) {
       // Nothing in flight (or its sender is gone): this call sends, with whatever waits.
@@ -64,13 +68,39 @@ export class AbortBatches {
       return true;
     }
     if (q.waitingIds + ids.length > this.limits.maxWaitingIds) return false;
-    const woken = await new Promise<Wake>((resolve) => {
-      self.wake = resolve;
-      q.waiting.push(self);
-      q.waitingIds += ids.length;
-    });
-    if (woken !== "sent") await this.lead(q, woken.lead);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const woken = await Promise.race([
+      new Promise<Wake>((resolve) => {
+        self.wake = resolve;
+        q.waiting.push(self);
+        q.waitingIds += ids.length;
+      }),
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.limits.stalledAfterMs))),
+    ]);
+    clearTimeout(timer);
+    if (woken === "timeout") {
+      this.forget(q, self);
+      await this.sendAlone(q.engine, ids);
+    } else if (woken !== "sent") {
+      await this.lead(q, woken.lead);
+    }
     return true;
+  }
+
+  /** Takes a call that gave up waiting out of its engine's queue (if it is still there). */
+  private forget(q: EngineQueue, w: Waiting): void {
+    const i = q.waiting.indexOf(w);
+    if (i < 0) return;
+    q.waiting.splice(i, 1);
+    q.waitingIds -= w.ids.length;
+  }
+
+  private async sendAlone(engine: EngineTarget, ids: string[]): Promise<void> {
+    try {
+      await this.send(engine, ids);
+    } catch {
+      // `send` reports its own failures.
+    }
   }
 
   /** Ids waiting for an engine (tests, admin). */
@@ -81,6 +111,7 @@ export class AbortBatches {
   /** Sends one batch (its first member is the caller), wakes the others, then hands the next
    *  batch to its first member. */
   private async lead(q: EngineQueue, batch: Waiting[]): Promise<void> {
+    const sender = ++q.senders;
     q.sendingSince = this.now();
     try {
       await this.send(q.engine, batch.flatMap((w) => w.ids));
@@ -88,6 +119,8 @@ export class AbortBatches {
       // `send` reports its own failures; a failed batch is not retried.
     }
     for (const w of batch.slice(1)) w.wake("sent");
+    // Taken over meanwhile (this sender was presumed gone): the new sender owns the queue.
+    if (q.senders !== sender) return;
     const next = this.take(q, 0);
     if (next.length > 0) {
       next[0]!.wake({ lead: next });

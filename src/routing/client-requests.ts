@@ -32,24 +32,36 @@ export class ClientRequests {
     return this.byId.size;
   }
 
-  private readonly abortsInFlight = new Map<string, number>();
+  /** Per owner, when each Abort slot in use lapses. */
+  private readonly abortLeases = new Map<string, number[]>();
 
   /** Takes one of the owner's Abort slots; undefined when all `limit` are in use. The
-   *  returned function gives it back (once). */
-  takeAbortSlot(owner: string, limit: number): (() => void) | undefined {
-    const n = this.abortsInFlight.get(owner) ?? 0;
-    if (n >= limit) return undefined;
-    this.abortsInFlight.set(owner, n + 1);
+   *  returned function gives it back (once). A slot is a lease: one whose call never gave it
+   *  back (a request the runtime cancelled runs no `finally`) lapses after `leaseMs`. */
+  takeAbortSlot(owner: string, limit: number, now: number = Date.now(), leaseMs: number = ABORT_SLOT_LEASE_MS): (() => void) | undefined {
+    const leases = (this.abortLeases.get(owner) ?? []).filter((until) => until > now);
+    if (leases.length >= limit) {
+      this.abortLeases.set(owner, leases);
+      return undefined;
+    }
+    const until = now + leaseMs;
+    leases.push(until);
+    this.abortLeases.set(owner, leases);
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      const left = (this.abortsInFlight.get(owner) ?? 1) - 1;
-      if (left <= 0) this.abortsInFlight.delete(owner);
-      else this.abortsInFlight.set(owner, left);
+      const left = this.abortLeases.get(owner);
+      const i = left?.indexOf(until) ?? -1;
+      if (left && i >= 0) left.splice(i, 1);
+      if (left && left.length === 0) this.abortLeases.delete(owner);
     };
   }
 }
+
+/** Longer than an Abort call can take (its RPCs time out after 5 s; a waiting call gives up
+ *  after 6 s and sends its own). */
+export const ABORT_SLOT_LEASE_MS = 15_000;
 
 /** The engine-side id of a client's request: the client's own id on an open data plane,
  *  else suffixed with its credential's tag, so ids of different keys never collide at an

@@ -123,3 +123,17 @@ describe("AbortBatches", () => {
     expect(await Promise.all([taker, waiting, notYet])).toEqual([true, true, true]);
   });
 });
+
+describe("AbortBatches: a waiting call holds its own timer", () => {
+  it("a call whose sender never answers sends its own ids when its timer fires", async () => {
+    const { rpcs, send } = controlledSend();
+    const b = new AbortBatches(send, { stalledAfterMs: 30 });
+    void b.abort(engine("e"), ["lost"]); // its RPC never answers
+    const waiting = b.abort(engine("e"), ["w"]);
+    await new Promise((r) => setTimeout(r, 45));
+    expect(rpcs.map((r) => r.ids)).toEqual([["lost"], ["w"]]);
+    expect(b.waitingFor("e")).toBe(0);
+    rpcs[1]!.answer();
+    expect(await waiting).toBe(true);
+  });
+});

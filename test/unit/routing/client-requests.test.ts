@@ -29,3 +29,15 @@ it("Abort slots: at most `limit` per owner at once, given back once each, owners
   a2();
   a3!();
 });
+
+it("Abort slots are leases: one never given back (its request was cancelled) lapses", () => {
+  const r = new ClientRequests();
+  r.takeAbortSlot("a", 2, 1_000, 10_000);
+  r.takeAbortSlot("a", 2, 2_000, 10_000);
+  expect(r.takeAbortSlot("a", 2, 10_999, 10_000)).toBeUndefined();
+  const later = r.takeAbortSlot("a", 2, 11_001, 10_000); // the first lapsed
+  expect(later).toBeDefined();
+  expect(r.takeAbortSlot("a", 2, 11_002, 10_000)).toBeUndefined();
+  later!();
+  expect(r.takeAbortSlot("a", 2, 11_003, 10_000)).toBeDefined();
+});
