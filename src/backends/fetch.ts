@@ -23,11 +23,18 @@ export function engineFetchVia(base: Fetch): Fetch {
   return (input, init) => {
     // Callers on the hot path already ask for "manual": no copy of their options then.
     const options: RequestInit = init?.redirect === "manual" ? init : { ...init, redirect: "manual" };
-    const attempt = (n: number): Promise<Response> =>
-      base(input, options).catch((err: unknown) => {
+    const attempt = (n: number): Promise<Response> => {
+      let sent: Promise<Response>;
+      try {
+        sent = base(input, options);
+      } catch (err) {
+        sent = Promise.reject(err); // a fetch that throws is a failed fetch, never a throw out of the caller
+      }
+      return sent.catch((err: unknown) => {
         if (n >= STALE_CONNECTION_RETRIES || !canResend(input, options, err)) throw err;
         return attempt(n + 1);
       });
+    };
     return attempt(0);
   };
 }

@@ -117,7 +117,13 @@ function build() {
           /** A streamed Generate writes an empty GenerateResponse this often (ms) between its
            *  early head and its first message, so a client that leaves during prefill is seen
            *  (the runtime passes a close on only when body bytes are written). 0: off. */
-          stream_keepalive_ms: z.number().int().min(0).max(60_000).default(0),
+          stream_keepalive_ms: z
+            .number()
+            .int()
+            .min(0)
+            .max(60_000)
+            .refine((ms) => ms === 0 || ms >= 50, "0 (off) or at least 50")
+            .default(0),
         })
         .strict()
         .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000, prefill_timeout_ms: 60_000, first_frame_timeout_ms: 60_000, stream_keepalive_ms: 0 }),

@@ -47,10 +47,9 @@ export function ttftFlag(e: StreamCompleteEvent): "measured" | "no_tokens" {
 }
 
 export function tpotFlag(e: StreamCompleteEvent): "measured" | "no_tokens" | "single_token" | "not_counted" {
+  if (e.tokensCounted === false) return "not_counted";
   if (typeof e.tpotMs === "number") return "measured";
-  if (typeof e.ttftMs !== "number") return "no_tokens";
-  // A first token but no count: a stream relayed without inspection (sse_relay "native").
-  return e.outputTokens === 0 ? "not_counted" : "single_token";
+  return typeof e.ttftMs === "number" ? "single_token" : "no_tokens";
 }
 
 /** The breaker's reading of an outcome: failure iff retryable status (pd-reference 2.9). */
@@ -148,6 +147,8 @@ export function decodeDataPoint(point: AnalyticsEngineDataPoint): GatewayEvent {
     const v = point.doubles?.[i];
     if (typeof v === "number" && !Number.isNaN(v)) out[k] = v;
   });
+  // The one field carried only by a flag (tpotFlag).
+  if (type === "stream_complete" && blobs[blobPosition("stream_complete", "tpot") - 1] === "not_counted") out.tokensCounted = false;
   return out as unknown as GatewayEvent;
 }
 

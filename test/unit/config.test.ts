@@ -9,6 +9,8 @@ describe("parseConfig", () => {
     expect(c.limits.max_n).toBe(16);
     expect(c.pd.deferred_abort_max_ms).toBe(25_000);
     expect(c.debug.allow_pd_overrides).toBe(false);
+    expect(c.pd.stream_keepalive_ms).toBe(0);
+    expect(c.models.m!.sse_relay).toBe("inspect");
   });
   it.each([
     [undefined, /not set/],
@@ -18,6 +20,8 @@ describe("parseConfig", () => {
     [JSON.stringify({ models: { m: { decode: [{ url: "http://x", transport: "grpc" }] } } }), /models\.m\.decode\.0\.transport/],
     [JSON.stringify({ models: { m: { decode: [{ url: "http://x", bogus: 1 }] } } }), /models\.m\.decode\.0/],
     [JSON.stringify({ models: {}, pd: { deferred_abort_max_ms: 40_000 } }), /pd\.deferred_abort_max_ms/],
+    [JSON.stringify({ models: {}, pd: { stream_keepalive_ms: 10 } }), /pd\.stream_keepalive_ms: 0 \(off\) or at least 50/],
+    [JSON.stringify({ models: { m: { sse_relay: "raw" } } }), /models\.m\.sse_relay/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "file:///x.zip" } } } }), /models\.m\.tokenizer\.url/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", sha256: "abc" } } } }), /models\.m\.tokenizer\.sha256/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", path: "t" } } } }), /models\.m\.tokenizer/],

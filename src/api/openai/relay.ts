@@ -60,7 +60,9 @@ function native(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, 
     })
     .then(
       () => ended("completed"),
-      () => ended(o.clientSignal.aborted ? "cancelled" : "failed"),
+      // Which side broke is not said: the client's going shows on its signal (or the leg's)
+      // a moment after the runtime cancels the body; else the engine's body broke off.
+      () => new Promise<void>((r) => setTimeout(r, 0)).then(() => ended(o.clientSignal.aborted || leg.signal.aborted ? "cancelled" : "failed")),
     );
   o.waitUntil?.(piping);
   return pipe.readable as ReadableStream<Uint8Array>;

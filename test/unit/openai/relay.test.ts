@@ -161,7 +161,7 @@ describe("sseRelay (native)", () => {
     await reader.read();
     client.abort();
     await reader.cancel();
-    await new Promise((r) => setTimeout(r, 0));
+    await new Promise((r) => setTimeout(r, 10));
     expect(state.gone).toBe(true);
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
