@@ -28,6 +28,11 @@ interface Figures {
   ptAddedP50?: number;
   gzipKiB?: number;
   startupMs?: number;
+  nativeChunkUs?: number;
+  nativeChunkRatio?: number;
+  frameUs?: number;
+  ptFrameUs?: number;
+  frameRatio?: number;
 }
 
 function figures(r: BenchResult): Figures {
@@ -53,6 +58,17 @@ function figures(r: BenchResult): Figures {
   set("vsPk", o?.ratios.gatewayVsPortkeyThroughput);
   set("addedP50", o?.targets.find((t) => t.target === "gateway")?.addedP50Ms);
   set("ptAddedP50", o?.targets.find((t) => t.target === "passthrough")?.addedP50Ms);
+  const native = r.cpu?.find((c) => c.case === "256-token SSE stream, sse_relay native" && c.target === "gateway");
+  const n = per(native);
+  set("nativeChunkUs", n);
+  set("nativeChunkRatio", n !== undefined && b !== undefined ? n / b : undefined);
+  const gc = cpuOf(r, "256-token Connect", "gateway");
+  const pc = cpuOf(r, "256-token Connect", "passthrough");
+  set("frameUs", per(gc));
+  set("ptFrameUs", per(pc));
+  const fa = per(gc);
+  const fb = per(pc);
+  set("frameRatio", fa !== undefined && fb !== undefined ? fa / fb : undefined);
   set("gzipKiB", r.footprint ? r.footprint.bundle.gzipBytes / 1024 : undefined);
   set("startupMs", r.footprint?.isolateStartup?.cpuMs);
   return out;
@@ -64,6 +80,8 @@ function targetRows(b: Figures, a: Figures): (string | number)[][] {
   return [
     row("CPU per non-streamed completion <= 1.15x pass-through", "gateway / pass-through workerd CPU per request", `${f(b.cpuRatio)}x (${f(b.cpuMs, 3)} / ${f(b.ptCpuMs, 3)} ms)`, `${f(a.cpuRatio)}x (${f(a.cpuMs, 3)} / ${f(a.ptCpuMs, 3)} ms)`, a.cpuRatio === undefined ? undefined : a.cpuRatio <= 1.15),
     row("CPU per SSE chunk <= 1.5x pass-through", "256-token stream, CPU per chunk", `${f(b.chunkRatio)}x (${f(b.chunkUs, 1)} / ${f(b.ptChunkUs, 1)} µs)`, `${f(a.chunkRatio)}x (${f(a.chunkUs, 1)} / ${f(a.ptChunkUs, 1)} µs)`, a.chunkRatio === undefined ? undefined : a.chunkRatio <= 1.5),
+    row("CPU per SSE chunk <= 1.5x pass-through, sse_relay native", "256-token stream, CPU per chunk (the model's engine body handed on untouched)", b.nativeChunkRatio === undefined ? "n/a" : `${f(b.nativeChunkRatio)}x`, a.nativeChunkRatio === undefined ? "n/a" : `${f(a.nativeChunkRatio)}x (${f(a.nativeChunkUs, 1)} / ${f(a.ptChunkUs, 1)} µs)`, a.nativeChunkRatio === undefined ? undefined : a.nativeChunkRatio <= 1.5),
+    row("CPU per Connect frame <= 2x pass-through", "256-token Connect stream, CPU per frame", `${f(b.frameRatio)}x (${f(b.frameUs, 1)} / ${f(b.ptFrameUs, 1)} µs)`, `${f(a.frameRatio)}x (${f(a.frameUs, 1)} / ${f(a.ptFrameUs, 1)} µs)`, a.frameRatio === undefined ? undefined : a.frameRatio <= 2),
     row("throughput at c=32 >= 0.90x pass-through", "gateway / pass-through req/s", f(b.vsPt), f(a.vsPt), a.vsPt === undefined ? undefined : a.vsPt >= 0.9),
     row("throughput at c=32 >= 2x Portkey", "gateway / Portkey req/s", f(b.vsPk), f(a.vsPk), a.vsPk === undefined ? undefined : a.vsPk >= 2),
     row("added p50 <= pass-through + 0.2 ms", "gateway added p50 - pass-through added p50, c=1", `${f(lat(b))} ms`, `${f(lat(a))} ms`, lat(a) === undefined ? undefined : lat(a)! <= 0.2),
