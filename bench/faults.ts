@@ -234,8 +234,9 @@ interface FloodFigures {
   baseline: LatencyFigures;
   underFlood: LatencyFigures;
   aloneAfter: LatencyFigures;
-  /** Key B under a control flood of the same width: GET /health, the cheapest request the
-   *  Worker answers, so what any flood of requests costs here apart from Abort handling. */
+  /** Key B under a control flood of the same width from key A: GET /v1/models, the cheapest
+   *  data-plane request (the same middleware: auth, limits, rate limiting), so what any flood
+   *  of A's requests costs here apart from Abort handling. */
   underControl: LatencyFigures;
   controlCalls: number;
   /** CPU ms of the gateway's workerd and the sim process over the alone and the flood phases. */
@@ -322,7 +323,7 @@ async function finish(s: Scenario, outcome: Outcome, notes: string[], flood: Flo
     const p50 = Math.max(flood.baseline.totalP50Ms, flood.aloneAfter.totalP50Ms);
     const p99 = Math.max(flood.baseline.totalP99Ms, flood.aloneAfter.totalP99Ms);
     const slower = flood.underFlood.totalP50Ms / p50;
-    ex.push({ target: "the other tenant's Generate p50 within 1.5x of alone", met: slower <= 1.5, figure: `${p50} -> ${flood.underFlood.totalP50Ms} ms (${round(slower, 2)}x; under the control flood of GET /health ${round(flood.underControl.totalP50Ms / p50, 2)}x)` });
+    ex.push({ target: "the other tenant's Generate p50 within 1.5x of alone", met: slower <= 1.5, figure: `${p50} -> ${flood.underFlood.totalP50Ms} ms (${round(slower, 2)}x; under the control flood of GET /v1/models ${round(flood.underControl.totalP50Ms / p50, 2)}x)` });
     ex.push({ target: "the other tenant's Generate p99 within 2x of alone", met: flood.underFlood.totalP99Ms / p99 <= 2, figure: `${p99} -> ${flood.underFlood.totalP99Ms} ms (${round(flood.underFlood.totalP99Ms / p99, 2)}x)` });
     ex.push({ target: "none of the other tenant's requests aborted", met: flood.tenantAborted === 0, figure: String(flood.tenantAborted) });
     ex.push({ target: "no errors for the other tenant", met: [flood.baseline, flood.underFlood, flood.aloneAfter].every((l) => Object.keys(l.errors).length === 0), figure: JSON.stringify({ ...flood.baseline.errors, ...flood.underFlood.errors, ...flood.aloneAfter.errors }) });
@@ -519,14 +520,14 @@ async function main(): Promise<void> {
         await Promise.all(flooders);
         const floodCpuMs = floodCpu.stop();
         const after = await Promise.all([S.s5.p, ...S.s5.d].map(statsOf));
-        // The control: the same width of flood, of GET /health.
+        // The control: the same width of flood from key A, of GET /v1/models.
         const control = newOutcome();
         let controlCalls = 0;
         let controlStop = false;
         const controlLane = async () => {
           while (!controlStop && controlCalls < FLOOD_MAX_CALLS) {
             controlCalls++;
-            await fetch(`${base}/health`).then((r) => r.arrayBuffer()).catch(() => undefined);
+            await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${KEY_A}` } }).then((r) => r.arrayBuffer()).catch(() => undefined);
           }
         };
         const controlLanes = Array.from({ length: FLOOD_CONCURRENCY }, controlLane);
@@ -644,10 +645,10 @@ Abort flood, the other tenant (key B) alone, under key A's flood, and alone agai
 |---|---|---|---|---|---|---|---|
 | alone | ${flood.baseline.requests} | ${flood.baseline.ok} | ${errs(flood.baseline.errors)} | ${flood.baseline.totalP50Ms} | ${flood.baseline.totalP99Ms} | ${flood.baseline.ttftP50Ms} | ${flood.baseline.ttftP99Ms} |
 | under the flood | ${flood.underFlood.requests} | ${flood.underFlood.ok} | ${errs(flood.underFlood.errors)} | ${flood.underFlood.totalP50Ms} | ${flood.underFlood.totalP99Ms} | ${flood.underFlood.ttftP50Ms} | ${flood.underFlood.ttftP99Ms} |
-| under a control flood of GET /health (${flood.controlCalls} calls, ${FLOOD_CONCURRENCY} at a time) | ${flood.underControl.requests} | ${flood.underControl.ok} | ${errs(flood.underControl.errors)} | ${flood.underControl.totalP50Ms} | ${flood.underControl.totalP99Ms} | ${flood.underControl.ttftP50Ms} | ${flood.underControl.ttftP99Ms} |
+| under a control flood of key A's GET /v1/models (${flood.controlCalls} calls, ${FLOOD_CONCURRENCY} at a time) | ${flood.underControl.requests} | ${flood.underControl.ok} | ${errs(flood.underControl.errors)} | ${flood.underControl.totalP50Ms} | ${flood.underControl.totalP99Ms} | ${flood.underControl.ttftP50Ms} | ${flood.underControl.ttftP99Ms} |
 | alone again, after the flood | ${flood.aloneAfter.requests} | ${flood.aloneAfter.ok} | ${errs(flood.aloneAfter.errors)} | ${flood.aloneAfter.totalP50Ms} | ${flood.aloneAfter.totalP99Ms} | ${flood.aloneAfter.ttftP50Ms} | ${flood.aloneAfter.ttftP99Ms} |
 
-CPU (utime+stime from /proc) while key B ran alone: the gateway's workerd ${flood.cpu.alone.workerd ?? "?"} ms and the sim process (every engine) ${flood.cpu.alone.sim ?? "?"} ms in ${flood.cpu.alone.wallMs} ms of wall time; from the flood's start until its last call returned: ${flood.cpu.flood.workerd ?? "?"} ms and ${flood.cpu.flood.sim ?? "?"} ms in ${flood.cpu.flood.wallMs} ms. The load generator, the gateway and the sim share the 2 cores with other work, so the flood's CPU is taken from key B's requests here; in production A's Abort calls run in A's isolate, but the engines still receive the fanned-out RPCs. The control row shows what a flood of the cheapest request the Worker answers (GET /health) at the same width costs key B on this machine: the part of the slowdown that is not Abort handling.
+CPU (utime+stime from /proc) while key B ran alone: the gateway's workerd ${flood.cpu.alone.workerd ?? "?"} ms and the sim process (every engine) ${flood.cpu.alone.sim ?? "?"} ms in ${flood.cpu.alone.wallMs} ms of wall time; from the flood's start until its last call returned: ${flood.cpu.flood.workerd ?? "?"} ms and ${flood.cpu.flood.sim ?? "?"} ms in ${flood.cpu.flood.wallMs} ms. The load generator, the gateway and the sim share the 2 cores with other work, so the flood's CPU is taken from key B's requests here; in production A's Abort calls run in A's isolate, but the engines still receive the fanned-out RPCs. The control row shows what a flood of key A's cheapest data-plane request (GET /v1/models, through the same auth, limits and rate-limit middleware) at the same width costs key B on this machine: the part of the slowdown that is not Abort handling.
 
 Key A sent ${flood.abortCalls} Abort calls of ${flood.idsPerCall} ids (${FLOOD_CONCURRENCY} at a time; call p50 ${flood.abortCallP50Ms} ms; errors: ${errs(flood.abortCallErrors)}); the engines received ${flood.engineAbortRpcs} Abort RPCs for them (${round(flood.engineAbortRpcs / Math.max(1, flood.abortCalls), 1)} per call: every named id that A is not serving goes to every VllmEngine engine of the model, coalesced per engine (at most one Abort RPC in flight per engine, carrying the ids of every call that arrived meanwhile); calls beyond limits.max_concurrent_aborts_per_key are refused with 429 before their body is read). Key B's requests that ended aborted: ${flood.tenantAborted}.
 `

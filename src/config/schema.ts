@@ -101,9 +101,12 @@ function build() {
           /** Abort RPC calls one data-plane credential may have in flight per isolate; more get
            *  429, so an Abort flood cannot slow other tenants down. */
           max_concurrent_aborts_per_key: z.number().int().min(1).default(2),
+          /** Request ids one data-plane credential may name in Abort calls per second per
+           *  isolate (a one-second burst); a call beyond it gets 429 before any engine RPC. */
+          abort_ids_per_second_per_key: z.number().int().min(64).default(256),
         })
         .strict()
-        .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2 }),
+        .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2, abort_ids_per_second_per_key: 256 }),
       pd: z
         .object({
           /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */

@@ -32,6 +32,23 @@ export class ClientRequests {
     return this.byId.size;
   }
 
+  /** Per owner, the Abort ids it may still send this second (a token bucket). */
+  private readonly abortIdBudgets = new Map<string, { tokens: number; at: number }>();
+
+  /** Spends `ids` of the owner's Abort budget (`perSecond` ids a second, a one-second burst);
+   *  false, spending nothing, when the budget does not cover them. Why: every id an Abort
+   *  names goes to engines, and a key that floods Abort would otherwise make the engines and
+   *  this isolate work for it as fast as it can send. */
+  spendAbortIds(owner: string, ids: number, perSecond: number, now: number = Date.now()): boolean {
+    const b = this.abortIdBudgets.get(owner) ?? { tokens: perSecond, at: now };
+    b.tokens = Math.min(perSecond, b.tokens + ((now - b.at) / 1000) * perSecond);
+    b.at = now;
+    this.abortIdBudgets.set(owner, b);
+    if (ids > b.tokens) return false;
+    b.tokens -= ids;
+    return true;
+  }
+
   /** Per owner, when each Abort slot in use lapses. */
   private readonly abortLeases = new Map<string, number[]>();
 

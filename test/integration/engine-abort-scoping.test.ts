@@ -149,3 +149,18 @@ it("concurrent Abort calls are coalesced per engine: one RPC in flight, the next
   }
   await gw.settle();
 });
+
+it("a key past limits.abort_ids_per_second_per_key -> 429 abort_rate_limited, no engine RPC; another key is not limited", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  const gw = testGateway({ ...pairConfig(cluster), auth: { data_plane: "api_keys" }, limits: { abort_ids_per_second_per_key: 64 } }, { API_KEYS: `${KEY_A},${KEY_B}` });
+  const ids = (p: string) => Array.from({ length: 64 }, (_, i) => `${p}${i}`);
+  await gw.engineClient().abort({ requestIds: ids("a") }, { headers: { "x-model": MODEL, ...bearer(KEY_A) } });
+  const rpcs = (await cluster.stats("decode")).abortsReceived;
+  const err = await abortError(gw.engineClient().abort({ requestIds: ids("b") }, { headers: { "x-model": MODEL, ...bearer(KEY_A) } }));
+  expect(err.code).toBe(Code.ResourceExhausted);
+  expect(err.metadata.get("x-gateway-error-code")).toBe("abort_rate_limited");
+  expect(err.rawMessage).toContain("limits.abort_ids_per_second_per_key");
+  expect((await cluster.stats("decode")).abortsReceived).toBe(rpcs);
+  await gw.engineClient().abort({ requestIds: ids("c") }, { headers: { "x-model": MODEL, ...bearer(KEY_B) } });
+  await gw.settle();
+});

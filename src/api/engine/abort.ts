@@ -23,6 +23,10 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
     throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
   }
   // The per-key limit on calls in flight is applied by the router, before the body is read.
+  const perSecond = gw.config.limits.abort_ids_per_second_per_key;
+  if (!gw.isolate.clientRequests.spendAbortIds(gw.owner, new Set(req.requestIds).size, perSecond)) {
+    throw new GatewayError("abort_rate_limited", 429, `Abort: at most ${perSecond} request ids per second per API key (limits.abort_ids_per_second_per_key); retry shortly`, Code.ResourceExhausted);
+  }
   await sendAborts(gw, model, req.requestIds);
   return {};
 }

@@ -41,3 +41,15 @@ it("Abort slots are leases: one never given back (its request was cancelled) lap
   later!();
   expect(r.takeAbortSlot("a", 2, 11_003, 10_000)).toBeDefined();
 });
+
+it("Abort id budget: a one-second burst per owner, refilled with time; a refused call spends nothing", () => {
+  const r = new ClientRequests();
+  expect(r.spendAbortIds("a", 64, 100, 0)).toBe(true);
+  expect(r.spendAbortIds("a", 64, 100, 0)).toBe(false); // 36 left
+  expect(r.spendAbortIds("a", 36, 100, 0)).toBe(true);
+  expect(r.spendAbortIds("b", 100, 100, 0)).toBe(true); // owners apart
+  expect(r.spendAbortIds("a", 50, 100, 400)).toBe(false); // 40 refilled
+  expect(r.spendAbortIds("a", 50, 100, 500)).toBe(true); // 50 refilled
+  expect(r.spendAbortIds("a", 100, 100, 10_000)).toBe(true); // capped at one second's worth
+  expect(r.spendAbortIds("a", 1, 100, 10_000)).toBe(false);
+});
