@@ -3,7 +3,7 @@
 import { afterEach, expect, it } from "vitest";
 import { testGateway } from "../support/gateway.js";
 import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
-import { FAST, openai, openaiReceived, post } from "./openai-fixtures.js";
+import { FAST, leaveAfterTwoChunks, openai, openaiReceived, post } from "./openai-fixtures.js";
 
 const MODEL = "agg";
 let cluster: TestCluster | undefined;
@@ -84,12 +84,7 @@ it("mid-stream failure -> one final engine_stream_error event", async () => {
 
 it("client abort mid-stream closes the engine's request", async () => {
   const gw = await start({ ...FAST, perOutputTokenMs: 40 });
-  const controller = new AbortController();
-  let chunks = 0;
-  await (async () => {
-    const s = await openai(gw).completions.create({ model: MODEL, prompt: "long", max_tokens: 200, ignore_eos: true, stream: true } as never, { signal: controller.signal });
-    for await (const _ of s as unknown as AsyncIterable<unknown>) if (++chunks === 2) controller.abort();
-  })().catch(() => undefined);
+  await leaveAfterTwoChunks(gw, MODEL);
   await eventually(async () => {
     const s = await cluster!.stats("engine");
     expect(s.streamsCancelled).toBe(1);

@@ -77,3 +77,13 @@ export function post(gw: TestGateway, path: string, body: unknown, init: Request
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
+
+/** A streamed completion (200 tokens) whose client goes away after its second chunk. */
+export async function leaveAfterTwoChunks(gw: TestGateway, model: string): Promise<void> {
+  const controller = new AbortController();
+  let chunks = 0;
+  await (async () => {
+    const s = await openai(gw).completions.create({ model, prompt: "long", max_tokens: 200, ignore_eos: true, stream: true } as never, { signal: controller.signal });
+    for await (const _ of s as unknown as AsyncIterable<unknown>) if (++chunks === 2) controller.abort();
+  })().catch(() => undefined);
+}

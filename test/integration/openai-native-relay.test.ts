@@ -4,7 +4,7 @@
 import { afterEach, expect, it } from "vitest";
 import { testGateway } from "../support/gateway.js";
 import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
-import { FAST, httpPairConfig, httpPairSpecs, MODEL, openai } from "./openai-fixtures.js";
+import { FAST, httpPairConfig, httpPairSpecs, leaveAfterTwoChunks, MODEL, openai } from "./openai-fixtures.js";
 
 let cluster: TestCluster | undefined;
 afterEach(async () => {
@@ -43,12 +43,7 @@ it("a streamed PD completion: the SDK reads every token and the usage; metrics h
 
 it("a client that leaves mid-stream closes the decode engine's request", async () => {
   const gw = await start({ ...FAST, perOutputTokenMs: 40 });
-  const controller = new AbortController();
-  let chunks = 0;
-  await (async () => {
-    const s = await openai(gw).completions.create({ model: MODEL, prompt: "long", max_tokens: 200, ignore_eos: true, stream: true } as never, { signal: controller.signal });
-    for await (const _ of s as unknown as AsyncIterable<unknown>) if (++chunks === 2) controller.abort();
-  })().catch(() => undefined);
+  await leaveAfterTwoChunks(gw, MODEL);
   await eventually(async () => {
     const s = await cluster!.stats("decode");
     expect(s.activeRequests).toBe(0);
