@@ -241,10 +241,14 @@ export async function openLeg<P, F>(
       if (pending || stopped || state !== "streaming") return undefined;
       const body = call.detach?.();
       if (!body) return undefined;
-      pipeStop = new AbortController();
       return {
         body,
-        signal: pipeStop.signal,
+        // Made when a consumer pipes (a non-streamed answer handed to the runtime never asks).
+        get signal() {
+          pipeStop ??= new AbortController();
+          if (stopped) pipeStop.abort(clientCancelledError());
+          return pipeStop.signal;
+        },
         end(how) {
           if (how === "cancelled") stopNow();
           else {
