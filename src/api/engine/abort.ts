@@ -42,7 +42,9 @@ async function sendAborts(gw: GatewayContext, model: string, requestIds: readonl
     // already over): every engine of the model, under the caller's own scoped id.
     const here = gw.isolate.clientRequests.serving(clientId, gw.owner);
     const id = here?.engineRequestId ?? engineRequestIdFor(gw.owner, clientId);
-    for (const engine of here?.engines ?? modelEngines) {
+    // Only VllmEngine engines have an Abort RPC (an OpenAI HTTP request is aborted by closing it).
+    const engines = here ? here.engines.filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport)) : modelEngines;
+    for (const engine of engines) {
       const entry = byEngine.get(engine.name) ?? { engine, ids: [] };
       entry.ids.push(id);
       byEngine.set(engine.name, entry);

@@ -125,15 +125,33 @@ describe("AbortBatches", () => {
 });
 
 describe("AbortBatches: a waiting call holds its own timer", () => {
-  it("a call whose sender never answers sends its own ids when its timer fires", async () => {
+  it("a queued call whose sender never answers takes over once its timer sees the sender stalled", async () => {
     const { rpcs, send } = controlledSend();
     const b = new AbortBatches(send, { stalledAfterMs: 30 });
     void b.abort(engine("e"), ["lost"]); // its RPC never answers
     const waiting = b.abort(engine("e"), ["w"]);
-    await new Promise((r) => setTimeout(r, 45));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(rpcs).toHaveLength(1); // the sender is not stalled yet: keep waiting
+    await new Promise((r) => setTimeout(r, 60));
     expect(rpcs.map((r) => r.ids)).toEqual([["lost"], ["w"]]);
     expect(b.waitingFor("e")).toBe(0);
     rpcs[1]!.answer();
     expect(await waiting).toBe(true);
+  });
+});
+
+describe("AbortBatches: hand-offs", () => {
+  it("a slow engine: calls queued behind slow RPCs keep waiting (no RPC of their own) while the sender is alive", async () => {
+    const { rpcs, send } = controlledSend();
+    const b = new AbortBatches(send, { stalledAfterMs: 50 });
+    void b.abort(engine("e"), ["a"]);
+    const later = [b.abort(engine("e"), ["b"]), b.abort(engine("e"), ["c"])];
+    await new Promise((r) => setTimeout(r, 40));
+    rpcs[0]!.answer(); // 40 ms: within the stall bound
+    await new Promise((r) => setTimeout(r, 40)); // the next batch's RPC runs 40 ms more
+    expect(rpcs.map((r) => r.ids)).toEqual([["a"], ["b", "c"]]);
+    rpcs[1]!.answer();
+    expect(await Promise.all(later)).toEqual([true, true]);
+    expect(rpcs).toHaveLength(2);
   });
 });
