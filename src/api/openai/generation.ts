@@ -155,24 +155,20 @@ function isTokenIds(prompt: unknown): prompt is number[] {
  *  passes a client's cancel on to the engine's connection. Where the leg cannot hand its
  *  body over, it is read whole (bounded). */
 async function passThrough(gw: GatewayContext, stream: LegStream<Uint8Array>): Promise<ReadableStream<Uint8Array> | Uint8Array> {
-  const first = await stream.next().catch((err: unknown) => ({ err }));
-  const detached = "err" in first || first.done || first.value.byteLength > 0 ? undefined : stream.detach?.();
-  if (!detached) return readWhole(gw, stream, "err" in first ? first : first.done ? undefined : first.value);
+  const first = await stream.next(); // the frame the pipeline already read: it cannot fail now
+  if (first.done) return new Uint8Array(0);
+  const detached = first.value.byteLength === 0 ? stream.detach?.() : undefined;
+  if (!detached) return readWhole(gw, stream, first.value);
   // The engine has answered: its load and the leg end here; the bytes are the runtime's.
   detached.end("completed");
   return detached.body;
 }
 
-/** A non-streamed answer, whole (bounded), read straight off the leg (no stream around it). */
-async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>, first?: Uint8Array | { err: unknown }): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+/** A non-streamed answer, whole (bounded), read straight off the leg after its first frame. */
+async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>, first: Uint8Array): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [first];
+  let size = first.byteLength;
   try {
-    if (first && "err" in first) throw first.err;
-    if (first) {
-      chunks.push(first);
-      size += first.byteLength;
-    }
     for (;;) {
       const r = await stream.next();
       if (r.done) break;

@@ -6,7 +6,8 @@
 //
 // Cost: after the first chunk the engine's body is piped (pipeTo) through a TransformStream
 // whose transform only watches (no async step of ours per chunk), where the leg can hand its
-// stream over (LegStream.detach); else chunks are pulled one by one. A chunk is never decoded
+// stream over (LegStream.detach); a leg that cannot is made into a stream first (`pulledLeg`),
+// so one pipe serves both. A chunk is never decoded
 // unless a byte scan (sse.ts `scanEvents`) finds something in it that may be the [DONE]
 // marker, an error or a usage report; only then are its events decoded and parsed. The token
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
@@ -30,12 +31,34 @@ export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions & 
   try {
     first = await engine.next();
   } catch (err) {
-    return pulled(engine, watch, o, err);
+    return piped(pulledLeg(engine, err), watch, o);
   }
-  const detached = first.done ? undefined : engine.detach?.();
-  if (!detached || first.done) return pulled(engine, watch, o, undefined, first);
-  if (o.native) return native(detached, watch, o, first.value);
-  return piped(detached, watch, o, first.value);
+  if (first.done) return piped(pulledLeg(engine), watch, o);
+  const detached = engine.detach?.();
+  if (detached && o.native) return native(detached, watch, o, first.value);
+  return piped(detached ?? pulledLeg(engine), watch, o, first.value);
+}
+
+/** A leg that cannot hand its stream over, as one: its frames pulled through next() (or the
+ *  error its first frame already gave). */
+function pulledLeg(engine: LegStream<Uint8Array>, failed?: unknown): DetachedLeg<Uint8Array> {
+  return {
+    body: new ReadableStream<Uint8Array>({
+      start(c) {
+        if (failed !== undefined) c.error(failed);
+      },
+      async pull(c) {
+        const r = await engine.next();
+        if (r.done) c.close();
+        else c.enqueue(r.value);
+      },
+      cancel: () => engine.cancel(),
+    }),
+    signal: new AbortController().signal, // the leg's own stop rules apply through next()
+    end: (how) => {
+      if (how !== "completed") engine.cancel();
+    },
+  };
 }
 
 /** The engine's body handed to the runtime as it is (models with `sse_relay: "native"`): no
@@ -68,8 +91,9 @@ function native(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, 
   return pipe.readable as ReadableStream<Uint8Array>;
 }
 
-/** The engine's body piped through a watching TransformStream. */
-function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first: Uint8Array): ReadableStream<Uint8Array> {
+/** The engine's body piped through a watching TransformStream, after `first` (the frame the
+ *  pipeline read) when there is one. */
+function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first?: Uint8Array): ReadableStream<Uint8Array> {
   let out!: TransformStreamDefaultController<Uint8Array>;
   let over = false;
   const finish = (how: "completed" | "failed" | "cancelled", end: Omit<RelayEnd, "stats">) => {
@@ -91,7 +115,7 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
   const relay = new TransformStream<Uint8Array, Uint8Array>({
     start(controller) {
       out = controller;
-      pass(first);
+      if (first) pass(first);
     },
     transform(chunk) {
       if (!over) pass(chunk);
@@ -108,7 +132,7 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
   const piping = leg.body.pipeTo(relay.writable, { preventAbort: true, signal: leg.signal }).catch((err: unknown) => {
     if (over) return;
     try {
-      if (!o.clientSignal.aborted) return fail(watch.brokenStream(errorText(err)));
+      if (!o.clientSignal.aborted) return fail(err instanceof GatewayError ? err : watch.brokenStream(errorText(err)));
       out.terminate(); // a reader still there (the runtime's) sees the body end
     } catch {
       // The client's side is gone (enqueue throws once the readable is cancelled).
@@ -117,55 +141,4 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
   });
   o.waitUntil?.(piping);
   return relay.readable;
-}
-
-/** Chunk by chunk through LegStream.next(), for a leg that cannot hand its stream over. */
-function pulled(engine: LegStream<Uint8Array>, watch: SseWatch, o: RelayOptions, firstError?: unknown, first?: IteratorResult<Uint8Array>): ReadableStream<Uint8Array> {
-  let pendingFirst = first;
-  let pendingError = firstError;
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, err: GatewayError, before = "") => {
-    controller.enqueue(encoder.encode(before + sseErrorEvent(err)));
-    controller.close();
-    engine.cancel();
-    watch.end({ outcome: "failed", status: err.status, errorCode: err.code });
-  };
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        let r: IteratorResult<Uint8Array>;
-        try {
-          if (pendingError !== undefined) throw pendingError;
-          r = pendingFirst ?? (await engine.next());
-          pendingFirst = undefined;
-        } catch (err) {
-          pendingError = undefined;
-          if (watch.over) return;
-          if (o.clientSignal.aborted) {
-            controller.close();
-            watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
-            return;
-          }
-          return fail(controller, err instanceof GatewayError ? err : watch.brokenStream(errorText(err)));
-        }
-        if (watch.over) return;
-        if (r.done) {
-          const c = watch.close();
-          if (c.error) return fail(controller, c.error.error);
-          if (c.out) controller.enqueue(c.out);
-          controller.close();
-          watch.end({ outcome: "completed", status: 200 });
-          return;
-        }
-        const c = watch.chunk(r.value);
-        if (c.error) return fail(controller, c.error.error, c.error.before);
-        if (!c.out) continue;
-        controller.enqueue(c.out);
-        return;
-      }
-    },
-    cancel() {
-      engine.cancel();
-      watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
-    },
-  });
 }

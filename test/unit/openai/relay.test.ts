@@ -5,7 +5,7 @@ import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
 
 type Step = string | Error;
-/** pulled: the relay reads the leg frame by frame; piped: the leg hands its stream over
+/** pulled: the leg cannot hand its stream over, so the relay pulls it through next(); piped: the leg hands its stream over
  *  after the first frame (LegStream.detach) and the relay pipes it. Every case runs both. */
 type Mode = "pulled" | "piped";
 
