@@ -77,6 +77,12 @@ function pick(model: string, role: "prefill" | "decode" | "regular", pool: Engin
   return candidates[i];
 }
 
+/** A model's engines that speak one of `transports`, every pool (none for an unknown model). */
+export function enginesOf(config: Pick<LoadedConfig, "models">, model: string, transports: ReadonlySet<string>): EngineConfig[] {
+  const p = Object.hasOwn(config.models, model) ? config.models[model] : undefined;
+  return p ? [...p.decode, ...p.regular, ...p.prefill].filter((e) => transports.has(e.transport)) : [];
+}
+
 /** The model a client means when it names none: the only one configured for these transports. */
 export function defaultModel(config: LoadedConfig, transports: ReadonlySet<string>): string | undefined {
   const candidates = Object.entries(config.models).filter(([, p]) =>

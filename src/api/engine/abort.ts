@@ -10,6 +10,7 @@ import { GatewayError } from "../../core/errors.js";
 import type { EngineTarget } from "../../core/types.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
+import { enginesOf } from "../../routing/select.js";
 import { gatewayOf } from "./gateway-of.js";
 import type { GatewayContext } from "../../context.js";
 
@@ -32,9 +33,8 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
 }
 
 async function sendAborts(gw: GatewayContext, model: string, requestIds: readonly string[]): Promise<void> {
-  const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
-  if (!pools) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
-  const modelEngines = [...pools.prefill, ...pools.decode, ...pools.regular].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
+  if (!Object.hasOwn(gw.routing.models, model)) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
+  const modelEngines = enginesOf(gw.routing, model, VLLM_ENGINE_TRANSPORTS);
   // One RPC per engine with all the ids meant for it (the Abort message takes a list).
   const byEngine = new Map<string, { engine: EngineTarget; ids: string[] }>();
   for (const clientId of new Set(requestIds)) {

@@ -9,6 +9,7 @@ import { optional } from "../../core/optional.js";
 import { normaliseN, prefillDecisionHeader } from "../../pd/skip.js";
 import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import { runPipeline } from "../../routing/pipeline.js";
+import { enginesOf } from "../../routing/select.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { vllmEngineFamily } from "../../routing/families.js";
 import { checkClientRequest } from "./client-request.js";
@@ -104,8 +105,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
  *  nothing: token-id input by its length plus max_tokens; text input (whose length the
  *  gateway does not know) only when max_tokens alone fills the context. */
 function refuseBeyondContext(gw: GatewayContext, model: string, request: GenerateRequest): void {
-  const pools = Object.hasOwn(gw.routing.models, model) ? gw.routing.models[model] : undefined;
-  const engine = pools && [...pools.decode, ...pools.regular, ...pools.prefill].find((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
+  const [engine] = enginesOf(gw.routing, model, VLLM_ENGINE_TRANSPORTS);
   const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineContext(vllmEngineClient(engine)) : undefined), gw.waitUntil);
   const maxTokens = request.samplingParams?.maxTokens;
   const maxField = "sampling_params.max_tokens";

@@ -6,12 +6,12 @@
 import type { GatewayContext } from "../../context.js";
 import { openAiHttpContext } from "../../backends/model-contexts.js";
 import { OPENAI_HTTP_TRANSPORTS } from "../../routing/families.js";
+import { enginesOf } from "../../routing/select.js";
 import { contextWindowError, maxTokensField, outputCapError } from "../context-window.js";
 import type { OpenAiRequest } from "./request.js";
 
 export function refuseBeyondHttpContext(gw: GatewayContext, p: OpenAiRequest): void {
-  const pools = Object.hasOwn(gw.routing.models, p.model) ? gw.routing.models[p.model] : undefined;
-  const engine = pools && [...pools.decode, ...pools.regular, ...pools.prefill].find((e) => OPENAI_HTTP_TRANSPORTS.has(e.transport));
+  const [engine] = enginesOf(gw.routing, p.model, OPENAI_HTTP_TRANSPORTS);
   const limit = gw.isolate.modelContexts.known(p.model, () => (engine ? openAiHttpContext(engine, p.model) : undefined), gw.waitUntil);
   if (limit === undefined) return;
   const chat = p.route === "/v1/chat/completions";
