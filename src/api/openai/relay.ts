@@ -120,17 +120,19 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
   const signal = leg.signal;
   const stop = (): void => void reader.cancel(signal.reason).catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
-  /** False once the client's side is gone. */
-  const send = async (r: WatchResult): Promise<boolean> => {
+  /** False when the watch found the stream's end (an in-band error, now written). No async
+   *  step of its own: one await per chunk (the write) besides the read. */
+  const send = (r: WatchResult): Promise<void> | false => {
     if (r.error) {
-      await fail(r.error.error, r.error.before);
+      fail(r.error.error, r.error.before).catch(() => undefined); // the client may be gone
       return false;
     }
-    if (r.out) await writer.write(r.out);
-    return true;
+    return r.out ? writer.write(r.out) : Promise.resolve();
   };
   const run = async (): Promise<void> => {
-    if (first && !(await send(watch.chunk(first)))) return;
+    const head = first && send(watch.chunk(first));
+    if (head === false) return;
+    await head;
     for (;;) {
       let r: ReadableStreamReadResult<Uint8Array>;
       try {
@@ -142,12 +144,15 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
       if (over) return;
       if (signal.aborted || o.clientSignal.aborted) return cancelled();
       if (r.done) break;
-      if (!(await send(watch.chunk(r.value)))) return;
+      const sent = send(watch.chunk(r.value));
+      if (sent === false) return;
+      await sent;
     }
-    if (await send(watch.close())) {
-      finish("completed", { outcome: "completed", status: 200 });
-      await writer.close();
-    }
+    const last = send(watch.close());
+    if (last === false) return;
+    await last;
+    finish("completed", { outcome: "completed", status: 200 });
+    await writer.close();
   };
   // The client's side gone (the runtime cancelled the body) shows here at once, and as a
   // failing write in the loop.
