@@ -34,7 +34,7 @@ export const QUICK: Counts = {
   throughputSeconds: 3,
   throughputConnections: 32,
   cpuRequests: 800,
-  cpuStreamRequests: 60,
+  cpuStreamRequests: 150,
   cpuConcurrency: 8,
   streams: 6,
   pacedStreams: 2,

@@ -111,8 +111,8 @@ export interface LegStream<F> {
 
 export interface DetachedLeg<F> {
   body: ReadableStream<F>;
-  /** Pass to pipeTo: it fires when the leg is stopped (the client left, a timeout), so the
-   *  pipe cancels the engine's body, which over HTTP is vLLM's abort. */
+  /** Fires when the leg is stopped (the client left, a timeout), so its consumer (a pipe,
+   *  a read loop) cancels the engine's body, which over HTTP is vLLM's abort. */
   signal: AbortSignal;
   /** completed: read to its end; failed: broke off (the call is closed); cancelled: the
    *  client left (the leg is aborted now). */

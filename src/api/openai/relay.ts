@@ -4,10 +4,10 @@
 // connection, an end without [DONE]) becomes one final gateway error event, then the stream
 // closes.
 //
-// Cost: after the first chunk the engine's body is piped (pipeTo) through a TransformStream
-// whose transform only watches (no async step of ours per chunk), where the leg can hand its
-// stream over (LegStream.detach); a leg that cannot is made into a stream first (`pulledLeg`),
-// so one pipe serves both. A chunk is never decoded
+// Cost: after the first chunk the engine's body is read in one loop that writes each chunk,
+// as watched, into an IdentityTransformStream the runtime sends on (one await for the read,
+// one for the write), where the leg can hand its stream over (LegStream.detach); a leg that
+// cannot is made into a stream first (`pulledLeg`), so one loop serves both. A chunk is never decoded
 // unless a byte scan (sse.ts `scanEvents`) finds something in it that may be the [DONE]
 // marker, an error or a usage report; only then are its events decoded and parsed. The token
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
