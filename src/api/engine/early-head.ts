@@ -10,6 +10,9 @@
 //
 // The handler opens the latch (generate.ts, at the decision); the router races it against
 // connect-es's own response. Cancelling the body we hand out counts as the client leaving.
+// A Generate eligible for the raw relay (raw-eligible.ts) may instead hand its leg's raw body
+// over (raw-handover.ts) before connect-es's body has anything: the body then pulls that
+// relay's bytes and connect-es's body is never read.
 import { createContextKey } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";

@@ -1,12 +1,17 @@
-// Relays a Generate leg's raw body to the client: the engine's frames as they are, read in a
-// JS loop and written to the response's writer, with no protobuf decode or encode per frame.
-// Why: per relayed frame this costs about half of decoding and re-serialising every message
-// (docs/benchmarks.md). A byte scan (core/envelope.ts) watches the frames on the way: chunk
-// messages are decoded only until the first token (TTFT), `complete` messages (small) for
-// the token counts. Only whole frames are passed on, so the client never sees half of one.
-// The engine's end-of-stream frame is not passed on: the gateway writes its own (end-frames.ts),
-// the one a connect-es stream would end with, with any engine error, a body that broke off,
-// or an end without end-of-stream frame mapped as the decoded path maps them.
+// Relays a Generate leg's raw body to the client: the engine's frames as they are, one engine
+// chunk per pull of the response body (early-head.ts), with no protobuf decode or encode per
+// frame, where the decoded path decodes each message, passes it through async-iterator hops
+// and connect-es serialises it again. A byte scan (core/envelope.ts) watches the frames on the
+// way: chunk messages are decoded only until the first token (TTFT), `complete` messages
+// (small) for the token counts. Only whole frames are passed on, so the client never sees
+// half of one. The engine's end-of-stream frame is not passed on: the gateway sends its own
+// (end-frames.ts), the one a connect-es stream ends with, with an engine error, a body that
+// broke off, or an end without end-of-stream frame mapped as the decoded path maps them.
+//
+// Why pulled by the body and not written into an IdentityTransformStream: in workerd such a
+// stream gives its writer no sign of a cancelled body until the next write, so a client that
+// leaves while nothing is written (a long prefill without keepalive) would go unseen; the
+// early head's ReadableStream is told at once (its cancel).
 import { fromBinary } from "@bufbuild/protobuf";
 import { GenerateResponseSchema } from "../../gen/vllm_engine_pb.js";
 import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, type EnvelopeSink } from "../../core/envelope.js";

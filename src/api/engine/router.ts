@@ -80,7 +80,8 @@ function abortLimitMessage(gw: GatewayContext): string {
 
 /** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),
  *  keepalive frames follow until the first message when configured, and a cancelled body is a
- *  client that left, like request.signal firing. */
+ *  client that left, like request.signal firing. A Generate whose wire format allows it gets a
+ *  handover for the raw frame relay (raw-eligible.ts, raw-relay.ts). */
 async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext, format: WireFormat, method: DescMethod): Promise<Response> {
   const latch = new HeadLatch();
   const bodyCancelled = new AbortController();
