@@ -157,3 +157,22 @@ describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the ra
     expect(gw.metrics.ofType("stream_complete")).toHaveLength(0);
   });
 });
+
+describe.each(["connect", "grpc-web"] as const)("a regular engine over %s (no PD decision opens the head)", (transport) => {
+  it("the raw relay sends the head itself, and the messages are the decoded path's", async () => {
+    cluster = await startTestCluster({ engines: [{ name: "engine", role: "both", kvConnector: "none", model: MODEL, port: 0, latency: { perPromptTokenMs: 0.01, perOutputTokenMs: 0.5, perBlockPullMs: 0.01 } }] });
+    const gw = testGateway({ models: { [MODEL]: { regular: [{ name: "engine", url: cluster.url("engine"), transport }] } } });
+    const raw = await viaClient(gw, transport, true, "regular");
+    expect(rawRelays()).toBe(1);
+    await cluster.reset();
+    const decoded = await viaClient(gw, transport, false, "regular");
+    expect(raw.error).toBeUndefined();
+    expect(raw.messages.length).toBeGreaterThan(2);
+    expect(raw.messages).toEqual(decoded.messages);
+    await gw.settle();
+    expect(gw.metrics.ofType("request").map((r) => [r.backend, r.status])).toEqual([
+      ["regular", 200],
+      ["regular", 200],
+    ]);
+  });
+});
