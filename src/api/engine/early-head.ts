@@ -62,6 +62,19 @@ export async function respondEarly(
   const nextChunk = () => (next ??= source.next());
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
+      // The raw relay's bytes go straight in: no step of ours between it and the body.
+      const raw = relaying ? source.raw : undefined;
+      if (raw) {
+        try {
+          const bytes = await raw.next();
+          if (bytes) controller.enqueue(bytes);
+          else controller.close();
+        } catch (err) {
+          raw.cancel(); // a bug of ours, not the engine's: the leg is not left running
+          controller.error(err);
+        }
+        return;
+      }
       try {
         if (keepalive && !relaying && (await idleFor(nextChunk(), keepalive.everyMs))) {
           controller.enqueue(keepalive.frame);
@@ -88,7 +101,8 @@ export async function respondEarly(
  *  connect-es's body had anything. */
 class BodySource {
   private iterator: AsyncIterator<Uint8Array> | undefined;
-  private raw: Pick<RawRelay, "next" | "cancel"> | undefined;
+  /** The relay handed over, once it was. */
+  raw: Pick<RawRelay, "next" | "cancel"> | undefined;
 
   constructor(
     private readonly responding: Promise<UniversalServerResponse>,

@@ -147,9 +147,19 @@ export class RawRelay {
   /** The next bytes for the client; undefined once everything was sent. Never rejects. */
   async next(): Promise<Uint8Array | undefined> {
     while (!this.over) {
-      const chunk = this.head ?? (await this.read());
+      let chunk = this.head;
       this.head = undefined;
-      if (!chunk) break;
+      if (!chunk) {
+        // Inline, not a helper: one promise per engine chunk (the reader's).
+        let r: ReadableStreamReadResult<Uint8Array> | { error: unknown };
+        try {
+          r = await this.reader.read();
+        } catch (error) {
+          r = { error };
+        }
+        chunk = this.chunkOf(r);
+        if (!chunk) break;
+      }
       const whole = this.cutter.cut(chunk);
       if (this.watch.compressed) this.fail(this.leg.failure("compressed"));
       else if (this.watch.endPayload) this.end(this.watch.endPayload);
@@ -169,13 +179,8 @@ export class RawRelay {
     this.settle({ outcome: "cancelled" });
   }
 
-  private async read(): Promise<Uint8Array | undefined> {
-    let r: ReadableStreamReadResult<Uint8Array> | { error: unknown };
-    try {
-      r = await this.reader.read();
-    } catch (error) {
-      r = { error };
-    }
+  /** A read's chunk, or undefined when the read ended the relay. */
+  private chunkOf(r: ReadableStreamReadResult<Uint8Array> | { error: unknown }): Uint8Array | undefined {
     // Stopped (the client left): the reader was cancelled, whatever the read says.
     if (this.leg.signal.aborted || this.over) this.cancel();
     else if ("error" in r) this.fail(this.leg.failure("read", r.error));
