@@ -190,7 +190,7 @@ export class RawRelay {
   }
 
   private end(payload: Uint8Array): void {
-    this.stopReading(); // nothing may follow the end-of-stream frame
+    this.readToEof();
     const f = this.leg.endFailure(payload);
     if (f) return this.fail(f);
     this.over = true;
@@ -206,6 +206,16 @@ export class RawRelay {
     const error = this.leg.failed(f);
     this.final = endFrame(this.protocol, toConnectError(error));
     this.settle({ outcome: "failed", error });
+  }
+
+  /** The engine's body after its end-of-stream frame: read to its end off the client's path
+   *  (as connect-web does, so the engine's connection can be reused), cancelled if anything
+   *  more comes, which nothing may. */
+  private readToEof(): void {
+    this.reader.read().then(
+      (r) => r.done || this.stopReading(),
+      () => undefined,
+    );
   }
 
   private stopReading(): void {
