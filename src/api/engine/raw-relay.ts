@@ -140,8 +140,9 @@ export class RawRelay {
     this.cutter = new FrameCutter(this.scanner, leg.endFlag | COMPRESSED_FLAG);
     this.reader = leg.body.getReader();
     this.head = leg.head;
-    // Stopped from elsewhere (the client's signal): the pending read ends at once.
-    leg.signal.addEventListener("abort", () => this.stopReading(), { once: true });
+    // Stopped from elsewhere (the client's signal): over now, even if the body is never
+    // pulled or cancelled again (the handler must not wait for that).
+    leg.signal.addEventListener("abort", () => this.cancel(), { once: true });
   }
 
   /** The next bytes for the client; undefined once everything was sent. Never rejects. */

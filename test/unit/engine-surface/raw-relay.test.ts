@@ -149,3 +149,15 @@ describe("RawRelay", () => {
     expect(l.how).toEqual(["cancelled"]);
   });
 });
+
+describe("RawRelay, stopped by its leg", () => {
+  it("the leg's signal (the client's request signal) ends it as cancelled without another pull", async () => {
+    const stop = new AbortController();
+    const l = { ...leg(frames[0]!, [frames[1]!]), signal: stop.signal };
+    const relay = new RawRelay(l, "connect", new StreamTiming(0));
+    expect(await relay.next()).toEqual(frames[0]);
+    stop.abort();
+    expect(await relay.ended).toEqual({ outcome: "cancelled" });
+    expect(await relay.next()).toBeUndefined();
+  });
+});
