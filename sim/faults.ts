@@ -3,6 +3,7 @@
 import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import type { SimFault } from "./types.js";
+import { MALFORMED_KINDS, type MalformedKind } from "./malformed.js";
 
 export type Leg = "prefill" | "decode";
 
@@ -51,8 +52,8 @@ export function validateFault(value: unknown, path: string): SimFault {
     if (!Number.isInteger(m.frames) || (m.frames as number) < 0) throw new Error(`${path}.failAfterFrames.frames: must be a non-negative integer`);
     checkCode(m.code, `${path}.failAfterFrames.code`);
   }
-  if (f.malformedResponse !== undefined && f.malformedResponse !== "garbage" && f.malformedResponse !== "truncated") {
-    throw new Error(`${path}.malformedResponse: must be "garbage" or "truncated"`);
+  if (f.malformedResponse !== undefined && !MALFORMED_KINDS.includes(f.malformedResponse as MalformedKind)) {
+    throw new Error(`${path}.malformedResponse: must be one of ${MALFORMED_KINDS.map((k) => `"${k}"`).join(", ")}`);
   }
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
   if (f.dropConnection !== undefined && typeof f.dropConnection !== "boolean") throw new Error(`${path}.dropConnection: must be a boolean`);
@@ -102,7 +103,7 @@ export class FaultBook {
   }
 
   /** The next malformedResponse fault (any leg: it is applied before the body is read). */
-  takeMalformed(): "garbage" | "truncated" | undefined {
+  takeMalformed(): MalformedKind | undefined {
     return this.consume((f) => f.malformedResponse !== undefined)?.malformedResponse;
   }
 

@@ -1,10 +1,15 @@
 // Fault injection below the RPC layer: a Generate answered with bytes a real servicer would
-// never send (an unparsable protobuf message, or a frame cut short), so gateways can prove
-// they map broken engine output to an error instead of crashing or hanging.
+// never send (an unparsable protobuf message, a frame cut short, or after one good message a
+// frame cut short or no end-of-stream at all), so gateways can prove they map broken engine
+// output to an error instead of crashing or hanging.
 import type http from "node:http";
 import type { SimEngine } from "./engine.js";
 
-export type MalformedKind = "garbage" | "truncated";
+export type MalformedKind = "garbage" | "truncated" | "cut-after-frame" | "no-end";
+export const MALFORMED_KINDS: readonly MalformedKind[] = ["garbage", "truncated", "cut-after-frame", "no-end"];
+
+/** A GenerateResponse chunk with token id 1, enveloped: a frame a client decodes fine. */
+const GOOD_FRAME = Buffer.from([0, 0, 0, 0, 5, 0x0a, 0x03, 0x0a, 0x01, 0x01]);
 
 /** Answers the request itself and returns true when a malformedResponse fault applies. */
 export function answerMalformed(engine: SimEngine, req: http.IncomingMessage, res: http.ServerResponse): boolean {
@@ -20,9 +25,15 @@ export function answerMalformed(engine: SimEngine, req: http.IncomingMessage, re
     const payload = Buffer.from([0x0a, 0x7f, 0x01, 0x02]);
     res.write(Buffer.concat([Buffer.from([0, 0, 0, 0, payload.length]), payload]));
     res.end(Buffer.concat([Buffer.from([2, 0, 0, 0, 2]), Buffer.from("{}")]));
-  } else {
+  } else if (kind === "truncated") {
     // An envelope announcing 100 bytes, of which 3 arrive before the connection closes.
     res.end(Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x01, 0x61]));
+  } else if (kind === "cut-after-frame") {
+    res.write(GOOD_FRAME);
+    setTimeout(() => res.end(Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x01, 0x61])), 20);
+  } else {
+    res.write(GOOD_FRAME);
+    setTimeout(() => res.end(GOOD_FRAME), 20);
   }
   return true;
 }

@@ -52,6 +52,25 @@ export interface EngineCall<F> {
    *  pipe them without a JS step per frame; next() is not called again. Undefined where the
    *  transport cannot (or the call has ended). close() still stops it. */
   detach?(): ReadableStream<F> | undefined;
+  /** Hands over the call's raw body after its first frame (enveloped transports), so a
+   *  consumer can relay the engine's bytes as they are. Only right after the first frame. */
+  detachRaw?(): RawBody | undefined;
+}
+
+/** An enveloped engine body handed over as bytes (RawBody.failure explains its ends). */
+export interface RawBody {
+  /** The first frame's own bytes and whatever the call read after it. */
+  head: Uint8Array;
+  /** The rest of the engine's body. */
+  body: ReadableStream<Uint8Array>;
+  /** The flag bit of the protocol's end-of-stream frame (Connect 0x02, gRPC-web trailer 0x80). */
+  endFlag: number;
+  /** The failure an end-of-stream payload reports, or undefined for a clean end. */
+  endFailure(payload: Uint8Array): LegFailure | undefined;
+  /** The failure the call would have raised for a body that broke off (`read`, with the
+   *  reader's error), ended inside a frame (`incomplete`), ended without an end-of-stream
+   *  frame (`missing-end`) or sent a compressed frame it never asked for (`compressed`). */
+  failure(how: "read" | "incomplete" | "missing-end" | "compressed", cause?: unknown): LegFailure;
 }
 
 /** Collects what a drained prefill leg returned: its KV handoff (JSON object text). */

@@ -4,7 +4,7 @@
 // any KV handoff completed, and then handed to the surface.
 import { clientCancelledError, GatewayError } from "../core/errors.js";
 import type { EngineLoads } from "../core/in-flight.js";
-import { LegFailure, type EngineCall, type LegSpec, type LegTransport } from "../core/leg-transport.js";
+import { LegFailure, type EngineCall, type LegSpec, type LegTransport, type RawBody } from "../core/leg-transport.js";
 import { delay } from "../core/time.js";
 import type { EngineTarget, Leg } from "../core/types.js";
 import { legError } from "./leg-errors.js";
@@ -107,6 +107,15 @@ export interface LegStream<F> {
    *  exactly once; next() and cancel() are not used again. Undefined when the transport
    *  cannot hand its stream over. */
   detach?(): DetachedLeg<F> | undefined;
+  /** Before anything was read: the leg's raw body (its first frame's bytes first), where the
+   *  transport can hand it over (EngineCall.detachRaw). Same contract as detach. */
+  detachRaw?(): RawLeg | undefined;
+}
+
+/** A leg relayed as the engine's own bytes. */
+export interface RawLeg extends DetachedLeg<Uint8Array>, Omit<RawBody, "body"> {
+  /** Ends the leg as failed and gives the error the client gets, as next() would have. */
+  failed(f: LegFailure): GatewayError;
 }
 
 export interface DetachedLeg<F> {
@@ -240,25 +249,48 @@ export async function openLeg<P, F>(
     detach() {
       if (pending || stopped || state !== "streaming") return undefined;
       const body = call.detach?.();
-      if (!body) return undefined;
-      return {
-        body,
-        // Made when a consumer pipes (a non-streamed answer handed to the runtime never asks).
-        get signal() {
-          pipeStop ??= new AbortController();
-          if (stopped) pipeStop.abort(clientCancelledError());
-          return pipeStop.signal;
+      return body ? handOver(body) : undefined;
+    },
+    detachRaw() {
+      if (!pending || pending.done || stopped || state !== "streaming") return undefined;
+      const raw = call.detachRaw?.();
+      if (!raw) return undefined;
+      pending = undefined;
+      const leg = handOver(raw.body);
+      const { head, endFlag, endFailure, failure } = raw;
+      return Object.assign(leg, {
+        head,
+        endFlag,
+        endFailure,
+        failure,
+        failed(f: LegFailure) {
+          leg.end("failed");
+          const e = legError(spec.leg, "stream", engine.name, f);
+          logLegFailure(engine, spec.leg, spec.requestId, e);
+          return e.from(engine.name);
         },
-        end(how) {
-          if (how === "cancelled") stopNow();
-          else {
-            if (how === "failed") call.close();
-            finish();
-          }
-        },
-      };
+      });
     },
   };
+
+  function handOver<B>(body: ReadableStream<B>): DetachedLeg<B> {
+    return {
+      body,
+      // Made when a consumer pipes (a non-streamed answer handed to the runtime never asks).
+      get signal() {
+        pipeStop ??= new AbortController();
+        if (stopped) pipeStop.abort(clientCancelledError());
+        return pipeStop.signal;
+      },
+      end(how) {
+        if (how === "cancelled") stopNow();
+        else {
+          if (how === "failed") call.close();
+          finish();
+        }
+      },
+    };
+  }
 }
 
 /** The log names the engine's URL too; the client's message names only the engine. */

@@ -10,9 +10,14 @@
 //
 // The handler opens the latch (generate.ts, at the decision); the router races it against
 // connect-es's own response. Cancelling the body we hand out counts as the client leaving.
+// A Generate eligible for the raw relay (raw-eligible.ts) may instead hand its leg's raw body
+// over (raw-handover.ts) before connect-es's body has anything: the body then pulls that
+// relay's bytes and connect-es's body is never read.
 import { createContextKey } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import type { RawHandover } from "./raw-handover.js";
+import type { RawRelay } from "./raw-relay.js";
 
 /** Opened by the handler with its response headers once they are final. */
 export class HeadLatch {
@@ -36,22 +41,40 @@ export interface Keepalive {
 
 /** connect-es's response when it comes first; otherwise a response whose head is the latch's
  *  headers and whose body relays connect-es's body when it comes, with keepalive frames
- *  before its first chunk. `onCancel` runs when the body is cancelled (the client went away). */
+ *  before its first chunk, or, when the handler hands a leg's raw body over (`handover`),
+ *  that relay's bytes instead. `onCancel` runs when the body is cancelled (the client left). */
 export async function respondEarly(
   responding: Promise<UniversalServerResponse>,
   latch: HeadLatch,
   onCancel: (reason: unknown) => void,
   keepalive?: Keepalive,
+  handover?: RawHandover,
 ): Promise<Response> {
   const first = await Promise.race([responding.then((r) => ({ r })), latch.opened.then(() => undefined)]);
-  if (first) return universalServerResponseToFetch(first.r);
+  if (first) {
+    handover?.close();
+    return universalServerResponseToFetch(first.r);
+  }
   const header = new Headers(await latch.opened);
-  let iterator: AsyncIterator<Uint8Array> | undefined;
+  const source = new BodySource(responding, handover);
   let next: Promise<IteratorResult<Uint8Array>> | undefined;
   let relaying = false;
-  const nextChunk = () => (next ??= iterator ? iterator.next() : responding.then((r) => (iterator = bodyOf(r)[Symbol.asyncIterator]()).next()));
+  const nextChunk = () => (next ??= source.next());
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
+      // The raw relay's bytes go straight in: no step of ours between it and the body.
+      const raw = relaying ? source.raw : undefined;
+      if (raw) {
+        try {
+          const bytes = await raw.next();
+          if (bytes) controller.enqueue(bytes);
+          else controller.close();
+        } catch (err) {
+          raw.cancel(); // a bug of ours, not the engine's: the leg is not left running
+          controller.error(err);
+        }
+        return;
+      }
       try {
         if (keepalive && !relaying && (await idleFor(nextChunk(), keepalive.everyMs))) {
           controller.enqueue(keepalive.frame);
@@ -68,12 +91,48 @@ export async function respondEarly(
     },
     async cancel(reason) {
       onCancel(reason);
-      // Closing connect-es's iterator ends the handler's generator (and its legs).
-      const it = iterator ?? bodyOf(await responding.catch(() => undefined))[Symbol.asyncIterator]();
-      await it.return?.().catch(() => undefined);
+      await source.cancel();
     },
   });
   return new Response(body, { status: 200, headers: header });
+}
+
+/** Where the body's chunks come from: connect-es's body, or a raw relay handed over before
+ *  connect-es's body had anything. */
+class BodySource {
+  private iterator: AsyncIterator<Uint8Array> | undefined;
+  /** The relay handed over, once it was. */
+  raw: Pick<RawRelay, "next" | "cancel"> | undefined;
+
+  constructor(
+    private readonly responding: Promise<UniversalServerResponse>,
+    private readonly handover: RawHandover | undefined,
+  ) {}
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.raw) return this.rawNext(this.raw);
+    if (this.iterator) return this.iterator.next();
+    const fromConnect = this.responding.then((r) => {
+      // Handed over first: connect-es's body is not read, and the race already settled.
+      if (this.raw) return { done: true, value: undefined } as const;
+      this.handover?.close();
+      return (this.iterator = bodyOf(r)[Symbol.asyncIterator]()).next();
+    });
+    if (!this.handover) return fromConnect;
+    return Promise.race([fromConnect, this.handover.taken.then((relay) => this.rawNext((this.raw = relay)))]);
+  }
+
+  private rawNext(relay: Pick<RawRelay, "next">): Promise<IteratorResult<Uint8Array>> {
+    return relay.next().then((value) => (value ? { done: false, value } : { done: true, value: undefined }));
+  }
+
+  async cancel(): Promise<void> {
+    this.handover?.close();
+    if (this.raw) return this.raw.cancel();
+    // Closing connect-es's iterator ends the handler's generator (and its legs).
+    const it = this.iterator ?? bodyOf(await this.responding.catch(() => undefined))[Symbol.asyncIterator]();
+    await it.return?.().catch(() => undefined);
+  }
 }
 
 /** True when `pending` has not settled within `ms` (its rejection is left to the caller). */

@@ -23,6 +23,10 @@ import { gatewayOf, modelOf } from "./gateway-of.js";
 import { pdOverrideOf } from "../pd-override.js";
 import { StreamTiming } from "./stream-timing.js";
 import { headLatchKey } from "./early-head.js";
+import { rawHandoverKey, type RawHandover } from "./raw-handover.js";
+import { RawRelay, type RelayEnd } from "./raw-relay.js";
+import { withRawBodies } from "../../backends/vllm-engine-raw-call.js";
+import type { RawLeg } from "../../pd/leg.js";
 
 export async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
   const gw = gatewayOf(ctx);
@@ -39,6 +43,8 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
     const request = checked.request;
     refuseBeyondContext(gw, model, request);
+    const handover = ctx.values.get(rawHandoverKey);
+    const family = vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms);
     const result = await runPipeline(gw.pipeline(model), {
       job: {
         model,
@@ -49,7 +55,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
         promptTokens: () => (request.input.case === "tokenized" ? request.input.value.inputIds.length : estimatePromptTokens(request.input.value ?? "")),
         ...optional("override", pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides)),
       },
-      family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
+      family: handover ? { ...family, transport: withRawBodies(family.transport, handover.protocol) } : family,
       clientRequestId: request.requestId,
       requestId: engineRequestIdFor(gw.owner, request.requestId),
       owner: gw.owner,
@@ -63,6 +69,17 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
       onBackend: (b) => (backend = b),
     });
     const { stream } = result;
+    const raw = handover && stream.detachRaw?.();
+    if (raw) {
+      console.debug(JSON.stringify({ msg: "relaying the engine's frames as sent", requestId: result.engineRequestId, protocol: handover.protocol }));
+      // The head is final (a regular engine makes no PD decision): the body goes out now.
+      ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
+      const end = await relayed(handover, raw, timing);
+      if (end.outcome === "failed") throw end.error;
+      if (end.outcome === "cancelled") [status, errorCode] = [499, "client_cancelled"];
+      completed = end.outcome === "completed";
+      return;
+    }
     try {
       for (;;) {
         const r = await stream.next();
@@ -98,6 +115,13 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     });
     if (completed && req.stream) gw.events.emit(timing.event({ model, surface: "engine", endpoint: "generate" }));
   }
+}
+
+/** Hands the leg's raw body to the response (raw-relay.ts) and waits for the relay's end. */
+function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming): Promise<RelayEnd> {
+  const relay = new RawRelay(leg, handover.protocol, timing);
+  if (!handover.give(relay)) relay.cancel(); // the client already left
+  return relay.ended;
 }
 
 /** A request that cannot fit the model's context (once this isolate knows it) is refused

@@ -21,6 +21,8 @@ import { acceptedContentTypes, wireFormatOf, type WireFormat } from "./content-t
 import { keepaliveFrame } from "./keepalive.js";
 import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
 import { reject } from "../../middleware/rejection.js";
+import { rawRelayProtocol } from "./raw-eligible.js";
+import { RawHandover, rawHandoverKey } from "./raw-handover.js";
 
 export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
 
@@ -56,7 +58,7 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
   try {
     const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
     if (request instanceof Response) return request;
-    if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format);
+    if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format, method);
     const contextValues = createContextValues().set(gatewayContextKey, gw);
     const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
     return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
@@ -78,8 +80,9 @@ function abortLimitMessage(gw: GatewayContext): string {
 
 /** A server-streaming call: its head goes out once the handler opens the latch (early-head.ts),
  *  keepalive frames follow until the first message when configured, and a cancelled body is a
- *  client that left, like request.signal firing. */
-async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext, format: WireFormat): Promise<Response> {
+ *  client that left, like request.signal firing. A Generate whose wire format allows it gets a
+ *  handover for the raw frame relay (raw-eligible.ts, raw-relay.ts). */
+async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext, format: WireFormat, method: DescMethod): Promise<Response> {
   const latch = new HeadLatch();
   const bodyCancelled = new AbortController();
   const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
@@ -88,8 +91,14 @@ async function streamingCall(request: Request, handler: UniversalHandler, gw: Ga
   const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
   const everyMs = gw.config.pd.stream_keepalive_ms;
   const keepalive = everyMs > 0 ? { frame: keepaliveFrame(format), everyMs } : undefined;
-  return respondEarly(handler(uReq), latch, (reason) => bodyCancelled.abort(reason), keepalive);
+  const onCancel = (reason: unknown) => bodyCancelled.abort(reason);
+  const rawProtocol = method === GENERATE ? rawRelayProtocol(format, request.headers) : undefined;
+  const handover = rawProtocol ? new RawHandover(rawProtocol) : undefined;
+  if (handover) contextValues.set(rawHandoverKey, handover);
+  return respondEarly(handler(uReq), latch, onCancel, keepalive, handover);
 }
+
+const GENERATE = VllmEngine.method.generate;
 
 /** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
  *  would compress such a body again unless told it already is. */

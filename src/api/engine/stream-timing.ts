@@ -16,6 +16,11 @@ export class StreamTiming {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Chunks still matter (for TTFT and the prompt size) only until the first token. */
+  get awaitingFirstToken(): boolean {
+    return this.firstTokenAt === undefined;
+  }
+
   observe(frame: GenerateResponse): void {
     const r = frame.response;
     if (r.case === "chunk") {

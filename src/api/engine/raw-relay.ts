@@ -1,0 +1,225 @@
+// Relays a Generate leg's raw body to the client: the engine's frames as they are, one engine
+// chunk per pull of the response body (early-head.ts), with no protobuf decode or encode per
+// frame, where the decoded path decodes each message, passes it through async-iterator hops
+// and connect-es serialises it again. A byte scan (core/envelope.ts) watches the frames on the
+// way: chunk messages are decoded only until the first token (TTFT), `complete` messages
+// (small) for the token counts. Only whole frames are passed on, so the client never sees
+// half of one. The engine's end-of-stream frame is not passed on: the gateway sends its own
+// (end-frames.ts), the one a connect-es stream ends with, with an engine error, a body that
+// broke off, or an end without end-of-stream frame mapped as the decoded path maps them.
+//
+// Why pulled by the body and not written into an IdentityTransformStream: in workerd such a
+// stream gives its writer no sign of a cancelled body until the next write, so a client that
+// leaves while nothing is written (a long prefill without keepalive) would go unseen; the
+// early head's ReadableStream is told at once (its cancel).
+import { fromBinary } from "@bufbuild/protobuf";
+import { GenerateResponseSchema } from "../../gen/vllm_engine_pb.js";
+import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, type EnvelopeSink } from "../../core/envelope.js";
+import type { GatewayError } from "../../core/errors.js";
+import type { LegFailure } from "../../core/leg-transport.js";
+import type { RawLeg } from "../../pd/leg.js";
+import { endFrame } from "./end-frames.js";
+import { toConnectError } from "./errors.js";
+import type { StreamTiming } from "./stream-timing.js";
+
+export type RelayEnd = { outcome: "completed" } | { outcome: "cancelled" } | { outcome: "failed"; error: GatewayError };
+
+/** GenerateResponse's oneof: chunk = 1, complete = 2 (proto/vllm_engine.proto). */
+const CHUNK_TAG = lengthDelimitedTag(1);
+const COMPLETE_TAG = lengthDelimitedTag(2);
+
+/** Watches frames for StreamTiming and keeps the end-of-stream payload. */
+class FrameWatch implements EnvelopeSink {
+  endPayload: Uint8Array | undefined;
+  compressed = false;
+
+  constructor(
+    private readonly endFlag: number,
+    private readonly timing: StreamTiming,
+  ) {}
+
+  frame(flags: number, _length: number, tag: number): boolean {
+    if ((flags & this.endFlag) !== 0) return true;
+    if ((flags & COMPRESSED_FLAG) !== 0) {
+      this.compressed = true;
+      return false;
+    }
+    return tag === COMPLETE_TAG || (tag === CHUNK_TAG && this.timing.awaitingFirstToken);
+  }
+
+  payload(flags: number, data: Uint8Array): void {
+    if ((flags & this.endFlag) !== 0) {
+      this.endPayload = data;
+      return;
+    }
+    try {
+      this.timing.observe(fromBinary(GenerateResponseSchema, data));
+    } catch {
+      // Watched for metrics only: the client decodes the frame itself, as the engine sent it.
+    }
+  }
+}
+
+/** Cuts each chunk at whole frames, holding a partial frame back until it is complete, and
+ *  stops at the first end-of-stream (or compressed) frame. */
+class FrameCutter {
+  private held: Uint8Array[] = [];
+  private heldBytes = 0;
+  stopped = false;
+
+  constructor(
+    private readonly scanner: EnvelopeScanner,
+    private readonly stopFlags: number,
+  ) {}
+
+  /** The bytes of `chunk` (with any held before) that complete frames before a stop. */
+  cut(chunk: Uint8Array): Uint8Array {
+    if (this.stopped) {
+      this.scanner.push(chunk);
+      return EMPTY;
+    }
+    const stopAt = this.scanner.push(chunk, this.stopFlags);
+    if (stopAt >= 0) {
+      this.stopped = true;
+      return this.withHeld(chunk.subarray(0, stopAt));
+    }
+    const end = this.scanner.wholeUpTo;
+    if (end < 0) {
+      this.hold(chunk);
+      return EMPTY;
+    }
+    const whole = this.withHeld(end === chunk.length ? chunk : chunk.subarray(0, end));
+    if (end < chunk.length) this.hold(chunk.subarray(end));
+    return whole;
+  }
+
+  private withHeld(bytes: Uint8Array): Uint8Array {
+    if (this.heldBytes === 0) return bytes;
+    const out = new Uint8Array(this.heldBytes + bytes.length);
+    let at = 0;
+    for (const h of this.held) {
+      out.set(h, at);
+      at += h.length;
+    }
+    out.set(bytes, at);
+    this.held = [];
+    this.heldBytes = 0;
+    return out;
+  }
+
+  private hold(bytes: Uint8Array): void {
+    this.held.push(bytes);
+    this.heldBytes += bytes.length;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The client's body from a raw leg, pulled chunk by chunk (early-head.ts): whole engine
+ *  frames as they come, then the gateway's end-of-stream frame. `ended` says how it ended. */
+export class RawRelay {
+  readonly ended: Promise<RelayEnd>;
+  private settle!: (end: RelayEnd) => void;
+  private readonly watch: FrameWatch;
+  private readonly scanner: EnvelopeScanner;
+  private readonly cutter: FrameCutter;
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private head: Uint8Array | undefined;
+  private over = false;
+  /** The end-of-stream frame, once the relay is over and until it was sent. */
+  private final: Uint8Array | undefined;
+
+  constructor(
+    private readonly leg: RawLeg,
+    private readonly protocol: "connect" | "grpc-web",
+    timing: StreamTiming,
+  ) {
+    this.ended = new Promise((r) => (this.settle = r));
+    this.watch = new FrameWatch(leg.endFlag, timing);
+    this.scanner = new EnvelopeScanner(this.watch);
+    this.cutter = new FrameCutter(this.scanner, leg.endFlag | COMPRESSED_FLAG);
+    this.reader = leg.body.getReader();
+    this.head = leg.head;
+    // Stopped from elsewhere (the client's signal): over now, even if the body is never
+    // pulled or cancelled again (the handler must not wait for that).
+    leg.signal.addEventListener("abort", () => this.cancel(), { once: true });
+  }
+
+  /** The next bytes for the client; undefined once everything was sent. Never rejects. */
+  async next(): Promise<Uint8Array | undefined> {
+    while (!this.over) {
+      let chunk = this.head;
+      this.head = undefined;
+      if (!chunk) {
+        // Inline, not a helper: one promise per engine chunk (the reader's).
+        let r: ReadableStreamReadResult<Uint8Array> | { error: unknown };
+        try {
+          r = await this.reader.read();
+        } catch (error) {
+          r = { error };
+        }
+        chunk = this.chunkOf(r);
+        if (!chunk) break;
+      }
+      const whole = this.cutter.cut(chunk);
+      if (this.watch.compressed) this.fail(this.leg.failure("compressed"));
+      else if (this.watch.endPayload) this.end(this.watch.endPayload);
+      if (whole.length > 0) return whole;
+    }
+    const last = this.final;
+    this.final = undefined;
+    return last;
+  }
+
+  /** The client left. */
+  cancel(): void {
+    if (this.over) return;
+    this.over = true;
+    this.leg.end("cancelled");
+    this.stopReading();
+    this.settle({ outcome: "cancelled" });
+  }
+
+  /** A read's chunk, or undefined when the read ended the relay. */
+  private chunkOf(r: ReadableStreamReadResult<Uint8Array> | { error: unknown }): Uint8Array | undefined {
+    // Stopped (the client left): the reader was cancelled, whatever the read says.
+    if (this.leg.signal.aborted || this.over) this.cancel();
+    else if ("error" in r) this.fail(this.leg.failure("read", r.error));
+    else if (r.done) this.fail(this.leg.failure(this.scanner.atBoundary && !this.cutter.stopped ? "missing-end" : "incomplete"));
+    else return r.value;
+    return undefined;
+  }
+
+  private end(payload: Uint8Array): void {
+    this.readToEof();
+    const f = this.leg.endFailure(payload);
+    if (f) return this.fail(f);
+    this.over = true;
+    this.leg.end("completed");
+    this.final = endFrame(this.protocol);
+    this.settle({ outcome: "completed" });
+  }
+
+  /** The error end the client gets, as gatewayErrorInterceptor maps it. */
+  private fail(f: LegFailure): void {
+    this.over = true;
+    this.stopReading();
+    const error = this.leg.failed(f);
+    this.final = endFrame(this.protocol, toConnectError(error));
+    this.settle({ outcome: "failed", error });
+  }
+
+  /** The engine's body after its end-of-stream frame: read to its end off the client's path
+   *  (as connect-web does, so the engine's connection can be reused), cancelled if anything
+   *  more comes, which nothing may. */
+  private readToEof(): void {
+    this.reader.read().then(
+      (r) => r.done || this.stopReading(),
+      () => undefined,
+    );
+  }
+
+  private stopReading(): void {
+    this.reader.cancel().catch(() => undefined);
+  }
+}
