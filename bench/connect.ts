@@ -20,15 +20,19 @@ export interface GenerateOptions {
   n?: number;
   stream?: boolean;
   headers?: Record<string, string>;
+  /** connect+json instead of connect+proto: the gateway's decoded path (api/engine/raw-eligible.ts). */
+  json?: boolean;
 }
 
 const clients = new Map<string, Client<typeof VllmEngine>>();
 
-export function engineClient(baseUrl: string): Client<typeof VllmEngine> {
-  let c = clients.get(baseUrl);
+/** connect+proto by default (what gRPC clients send), connect+json when asked. */
+export function engineClient(baseUrl: string, json = false): Client<typeof VllmEngine> {
+  const key = `${json ? "json" : "proto"} ${baseUrl}`;
+  let c = clients.get(key);
   if (!c) {
-    c = createClient(VllmEngine, createConnectTransport({ baseUrl, httpVersion: "1.1" }));
-    clients.set(baseUrl, c);
+    c = createClient(VllmEngine, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: !json }));
+    clients.set(key, c);
   }
   return c;
 }
@@ -44,9 +48,10 @@ export async function generate(baseUrl: string, o: GenerateOptions): Promise<Con
   let headers = new Headers();
   const chunks: number[] = [];
   let completes = 0;
-  for await (const res of engineClient(baseUrl).generate(req, {
+  for await (const res of engineClient(baseUrl, o.json).generate(req, {
     headers: o.headers ?? {},
-    timeoutMs: 60_000,
+    // A client-side limit, not a deadline header: a deadline keeps the gateway on its decoded path.
+    signal: AbortSignal.timeout(60_000),
     onHeader: (h) => {
       headersMs = performance.now() - t0;
       headers = h;

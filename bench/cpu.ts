@@ -43,9 +43,9 @@ function httpWork(spec: RequestSpec): Work {
   return async (t) => (await once(t, spec, 16)).events?.length ?? 0;
 }
 
-function connectWork(model: string, maxTokens: number, stream: boolean): Work {
+function connectWork(model: string, maxTokens: number, stream: boolean, json = false): Work {
   return async (t) => {
-    const r = await generate(t.base, { text: prompt(8), maxTokens, stream, headers: { "x-model": model } });
+    const r = await generate(t.base, { text: prompt(8), maxTokens, stream, json, headers: { "x-model": model } });
     return stream ? r.chunks.length : 0;
   };
 }
@@ -105,6 +105,8 @@ export async function measureCpu(ctx: BenchContext): Promise<CpuCase[]> {
     ["256-token SSE stream, sse_relay native", gw, httpWork({ path: "/v1/completions", body: STREAM_256_NATIVE, sse: true }), ctx.counts.cpuStreamRequests],
     ["256-token Connect stream", gw, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
     ["256-token Connect stream", pt, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
+    ["256-token Connect stream, connect+json (decoded path)", gw, connectWork(M.agg, 256, true, true), ctx.counts.cpuStreamRequests],
+    ["256-token Connect stream, connect+json (decoded path)", pt, connectWork(M.agg, 256, true, true), ctx.counts.cpuStreamRequests],
     ["PD, OpenAI HTTP, n=1 (prefill + decode legs)", gw, httpWork(pd(1))],
     ["PD, OpenAI HTTP, n=4 (prefill skipped)", gw, httpWork(pd(4))],
     ["PD, Connect, n=1 (prefill + decode legs)", gw, connectWork(M.pd0, SMALL_MAX_TOKENS, false)],

@@ -155,7 +155,7 @@ async function connectGenerate(base: string, model: string, o: Outcome, opts: { 
   let finish = "";
   let tokens = 0;
   try {
-    for await (const res of engineClient(base).generate(req, { headers: { "x-model": model, authorization: `Bearer ${opts.key ?? KEY_C}` }, timeoutMs: 60_000 })) {
+    for await (const res of engineClient(base, true).generate(req, { headers: { "x-model": model, authorization: `Bearer ${opts.key ?? KEY_C}` }, timeoutMs: 60_000 })) {
       if (res.response.case === "chunk") {
         ttft ??= performance.now() - t0;
       } else if (res.response.case === "complete") {
@@ -506,7 +506,7 @@ async function main(): Promise<void> {
             const requestIds = Array.from({ length: ABORT_IDS_PER_CALL }, (_, k) => `b-flood-${around - 32 + k}`);
             const t = performance.now();
             try {
-              await engineClient(base).abort({ requestIds }, { headers: { "x-model": "m-s5p", authorization: `Bearer ${KEY_A}` }, timeoutMs: 30_000 });
+              await engineClient(base, true).abort({ requestIds }, { headers: { "x-model": "m-s5p", authorization: `Bearer ${KEY_A}` }, timeoutMs: 30_000 });
               callMs.push(performance.now() - t);
             } catch (err) {
               const k = err instanceof ConnectError ? `${Code[err.code]} ${err.metadata.get("x-gateway-error-code") ?? ""}`.trim() : String(err).slice(0, 60);
