@@ -26,12 +26,15 @@ export interface GenerateOptions {
 
 const clients = new Map<string, Client<typeof VllmEngine>>();
 
-/** connect+proto by default (what gRPC clients send), connect+json when asked. */
+/** connect+proto by default (what gRPC clients send), connect+json when asked. Compressed
+ *  responses are not asked for (connect-node asks for gzip and br by default): the engines'
+ *  frames are small, and a client that accepts gzip keeps the gateway's decoded path, which
+ *  compresses messages of 1 KiB and more (docs/api.md). */
 export function engineClient(baseUrl: string, json = false): Client<typeof VllmEngine> {
   const key = `${json ? "json" : "proto"} ${baseUrl}`;
   let c = clients.get(key);
   if (!c) {
-    c = createClient(VllmEngine, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: !json }));
+    c = createClient(VllmEngine, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: !json, acceptCompression: [] }));
     clients.set(key, c);
   }
   return c;
