@@ -11,19 +11,13 @@ import { vllmEngineTransport } from "../../../src/backends/vllm-engine-transport
 import { connectVllmEngineClient } from "../../../src/backends/vllm-engine-client.js";
 import type { EngineCall } from "../../../src/core/leg-transport.js";
 import type { EngineTarget } from "../../../src/core/types.js";
+import { envelope } from "../../support/engine-wire.js";
 
 afterEach(() => {
   vi.unstubAllGlobals();
 });
 
 const enc = new TextEncoder();
-function envelope(flags: number, payload: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + payload.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, payload.length);
-  out.set(payload, 5);
-  return out;
-}
 const concat = (...parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
 const chunkFrame = (id: number) => envelope(0, toBinary(GenerateResponseSchema, create(GenerateResponseSchema, { response: { case: "chunk", value: { tokenIds: [id] } } })));
 const completeFrame = envelope(0, toBinary(GenerateResponseSchema, create(GenerateResponseSchema, { response: { case: "complete", value: { finishReason: "stop", completionTokens: 2 } } })));

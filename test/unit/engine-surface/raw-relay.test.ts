@@ -11,14 +11,8 @@ import { RawRelay } from "../../../src/api/engine/raw-relay.js";
 import { endFrame } from "../../../src/api/engine/end-frames.js";
 import { toConnectError } from "../../../src/api/engine/errors.js";
 import { StreamTiming } from "../../../src/api/engine/stream-timing.js";
+import { envelope } from "../../support/engine-wire.js";
 
-function envelope(flags: number, payload: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + payload.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, payload.length);
-  out.set(payload, 5);
-  return out;
-}
 const message = (m: GenerateResponse["response"]) => envelope(0, toBinary(GenerateResponseSchema, create(GenerateResponseSchema, { response: m })));
 const concat = (...parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
 
