@@ -9,7 +9,7 @@ import { createMethodUrl, encodeEnvelope } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpcWeb from "@connectrpc/connect/protocol-grpc-web";
 import { GenerateRequestSchema, GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../gen/vllm_engine_pb.js";
-import { COMPRESSED_FLAG, ENVELOPE_HEADER_BYTES } from "../core/envelope.js";
+import { COMPRESSED_FLAG, ENVELOPE_HEADER_BYTES, MAX_FRAME_BYTES } from "../core/envelope.js";
 import type { EngineCall, LegSpec, LegTransport, RawBody } from "../core/leg-transport.js";
 import type { EngineTarget } from "../core/types.js";
 import { engineFetchFor } from "./fetch.js";
@@ -134,6 +134,7 @@ class FrameReader {
     const b = this.buffered;
     if (b.length < ENVELOPE_HEADER_BYTES) return undefined;
     const size = ENVELOPE_HEADER_BYTES + new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(1);
+    if (size - ENVELOPE_HEADER_BYTES > MAX_FRAME_BYTES) throw oversizedError(); // before buffering it
     if (b.length < size) return undefined;
     this.buffered = b.subarray(size);
     return b.subarray(0, size);
@@ -205,7 +206,13 @@ function rawFailureReason(wire: Wire, how: Parameters<RawBody["failure"]>[0], ca
       return wire.missingEnd;
     case "compressed":
       return new ConnectError("protocol error: received unsupported compressed output", Code.Internal);
+    case "oversized":
+      return oversizedError();
   }
+}
+
+function oversizedError(): ConnectError {
+  return new ConnectError(`protocol error: message larger than ${MAX_FRAME_BYTES} bytes`, Code.ResourceExhausted);
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

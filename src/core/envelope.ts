@@ -6,6 +6,9 @@
 
 export const ENVELOPE_HEADER_BYTES = 5;
 export const COMPRESSED_FLAG = 0x01;
+/** The largest message the gateway takes from an engine (a declared length is otherwise up to
+ *  4 GiB, and would be buffered or allocated before its bytes arrive). */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 export interface EnvelopeSink {
   /** A frame's header (and first payload byte: `tag`, -1 for an empty payload) was read.

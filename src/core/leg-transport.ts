@@ -70,7 +70,7 @@ export interface RawBody {
   /** The failure the call would have raised for a body that broke off (`read`, with the
    *  reader's error), ended inside a frame (`incomplete`), ended without an end-of-stream
    *  frame (`missing-end`) or sent a compressed frame it never asked for (`compressed`). */
-  failure(how: "read" | "incomplete" | "missing-end" | "compressed", cause?: unknown): LegFailure;
+  failure(how: "read" | "incomplete" | "missing-end" | "compressed" | "oversized", cause?: unknown): LegFailure;
 }
 
 /** Collects what a drained prefill leg returned: its KV handoff (JSON object text). */

@@ -14,7 +14,7 @@
 // early head's ReadableStream is told at once (its cancel).
 import { fromBinary } from "@bufbuild/protobuf";
 import { GenerateResponseSchema } from "../../gen/vllm_engine_pb.js";
-import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, type EnvelopeSink } from "../../core/envelope.js";
+import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, MAX_FRAME_BYTES, type EnvelopeSink } from "../../core/envelope.js";
 import type { GatewayError } from "../../core/errors.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
@@ -32,16 +32,25 @@ const COMPLETE_TAG = lengthDelimitedTag(2);
 class FrameWatch implements EnvelopeSink {
   endPayload: Uint8Array | undefined;
   compressed = false;
+  /** A message declared larger than MAX_FRAME_BYTES: the relay fails before buffering it. */
+  oversized = false;
+  /** Past the end-of-stream (or a compressed or oversized) frame: nothing after it counts. */
+  private stopped = false;
 
   constructor(
     private readonly endFlag: number,
     private readonly timing: StreamTiming,
   ) {}
 
-  frame(flags: number, _length: number, tag: number): boolean {
-    if ((flags & this.endFlag) !== 0) return true;
+  frame(flags: number, length: number, tag: number): boolean {
+    if (this.stopped) return false;
+    if (length > MAX_FRAME_BYTES) {
+      this.stopped = this.oversized = true;
+      return false;
+    }
+    if ((flags & this.endFlag) !== 0) return (this.stopped = true);
     if ((flags & COMPRESSED_FLAG) !== 0) {
-      this.compressed = true;
+      this.stopped = this.compressed = true;
       return false;
     }
     return tag === COMPLETE_TAG || (tag === CHUNK_TAG && this.timing.awaitingFirstToken);
@@ -145,8 +154,22 @@ export class RawRelay {
     leg.signal.addEventListener("abort", () => this.cancel(), { once: true });
   }
 
-  /** The next bytes for the client; undefined once everything was sent. Never rejects. */
+  /** The next bytes for the client; undefined once everything was sent. Never rejects: a
+   *  fault of its own ends the stream with an error end, not as a client that left. */
   async next(): Promise<Uint8Array | undefined> {
+    try {
+      const out = await this.relayed();
+      if (out) return out;
+    } catch (err) {
+      if (!this.over) this.fail(this.leg.failure("read", err));
+    }
+    const last = this.final;
+    this.final = undefined;
+    return last;
+  }
+
+  /** Whole engine frames from the next chunk(s), or undefined once the relay is over. */
+  private async relayed(): Promise<Uint8Array | undefined> {
     while (!this.over) {
       let chunk = this.head;
       this.head = undefined;
@@ -162,13 +185,12 @@ export class RawRelay {
         if (!chunk) break;
       }
       const whole = this.cutter.cut(chunk);
-      if (this.watch.compressed) this.fail(this.leg.failure("compressed"));
+      if (this.watch.oversized) this.fail(this.leg.failure("oversized"));
+      else if (this.watch.compressed) this.fail(this.leg.failure("compressed"));
       else if (this.watch.endPayload) this.end(this.watch.endPayload);
       if (whole.length > 0) return whole;
     }
-    const last = this.final;
-    this.final = undefined;
-    return last;
+    return undefined;
   }
 
   /** The client left. */

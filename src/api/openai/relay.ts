@@ -154,8 +154,8 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
     finish("completed", { outcome: "completed", status: 200 });
     await writer.close();
   };
-  // The client's side gone (the runtime cancelled the body) shows here at once, and as a
-  // failing write in the loop.
+  // The client's side gone (the runtime cancelled the body) shows as a failing write in the
+  // loop, or here; between writes the client's signal (checked after every read) tells first.
   writer.closed.catch(() => (over ? undefined : cancelled()));
   const relaying = run()
     .catch(() => (over ? undefined : cancelled()))

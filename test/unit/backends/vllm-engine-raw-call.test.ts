@@ -12,6 +12,8 @@ import { connectVllmEngineClient } from "../../../src/backends/vllm-engine-clien
 import type { EngineCall } from "../../../src/core/leg-transport.js";
 import type { EngineTarget } from "../../../src/core/types.js";
 import { envelope } from "../../support/engine-wire.js";
+import { MAX_FRAME_BYTES } from "../../../src/core/envelope.js";
+import { Code } from "@connectrpc/connect";
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -98,6 +100,27 @@ describe.each([
     const got = await run(rawGenerateCall(target(transport), transport, request, spec));
     expect(got).toEqual(expected);
     expect(got.length).toBeGreaterThan(0);
+  });
+});
+
+describe("a message declared larger than MAX_FRAME_BYTES", () => {
+  it.each([
+    ["connect", CONNECT],
+    ["grpc-web", GRPC_WEB],
+  ] as const)("%s: refused at its header (RESOURCE_EXHAUSTED), before its bytes are waited for or held", async (transport, headers) => {
+    // The body never ends: a call that waited for the declared 4 GiB would hang here.
+    vi.stubGlobal("fetch", async () => {
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(concat(chunkFrame(1), Uint8Array.of(0, 0xff, 0xff, 0xff, 0xf0, 0x12)));
+        },
+      });
+      return new Response(body, { status: 200, headers });
+    });
+    const got = await run(rawGenerateCall(target(transport), transport, request, spec));
+    expect(got[0]).toBe("chunk");
+    expect(got[1]).toMatchObject({ code: Code.ResourceExhausted });
+    expect(String((got[1] as { message: string }).message)).toContain(`larger than ${MAX_FRAME_BYTES} bytes`);
   });
 });
 

@@ -116,6 +116,11 @@ describe("RawRelay", () => {
     ["a body that ends inside the end frame", concat(...frames.slice(1), CONNECT_OK.subarray(0, 6)), undefined, "incomplete", 3],
     ["a body that breaks off", concat(...frames.slice(1)), new TypeError("connection reset"), "read", 3],
     ["a compressed frame", concat(frames[1]!, envelope(1, Uint8Array.of(1, 2)), CONNECT_OK), undefined, "compressed", 2],
+    // 6 bytes declaring a ~4 GiB message: refused at its header, before anything is allocated or held.
+    ["a frame declared larger than MAX_FRAME_BYTES", concat(frames[1]!, Uint8Array.of(0, 0xff, 0xff, 0xff, 0xf0, 0x12)), undefined, "oversized", 2],
+    ["an end frame declared larger than MAX_FRAME_BYTES", concat(frames[1]!, Uint8Array.of(2, 0x01, 0, 0, 1, 0x7b)), undefined, "oversized", 2],
+    // Whatever follows the engine's end frame does not count, however it looks.
+    ["an error end frame followed by a clean one", concat(frames[1]!, frames[2]!, CONNECT_ERR, CONNECT_OK), undefined, "engine broke", 3],
   ])("%s: the whole frames before it, then the mapped error's end frame", async (_name, rest, error, failure, whole) => {
     for (const n of [1, 4, 1000]) {
       const [first, more] = cut(rest, n);
@@ -131,6 +136,32 @@ describe("RawRelay", () => {
       // Before the end: the whole frames the engine sent before it went wrong, nothing partial.
       expect(out.subarray(0, out.length - sentEnd.length)).toEqual(concat(...frames.slice(0, whole)));
     }
+  });
+
+  it("a clean end frame followed by a compressed frame still ends clean, counted once", async () => {
+    const l = leg(frames[0]!, [concat(frames[1]!, frames[2]!, CONNECT_OK, envelope(1, Uint8Array.of(1, 2)), frames[2]!)]);
+    const timing = new StreamTiming(0);
+    const relay = new RawRelay(l, "connect", timing);
+    const out = concat(...(await drain(relay)));
+    expect(await relay.ended).toEqual({ outcome: "completed" });
+    expect(out).toEqual(concat(...frames, endFrame("connect")));
+    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" }).outputTokens).toBe(2);
+  });
+
+  it("a fault of its own (a leg whose failure mapping throws) is an error end, not a client that left", async () => {
+    const l = leg(frames[0]!, [frames[1]!, CONNECT_ERR]);
+    let calls = 0;
+    const faulty = {
+      ...l,
+      endFailure: () => {
+        throw new Error("bug");
+      },
+      failure: (how: Parameters<typeof l.failure>[0], cause?: unknown) => (calls++, l.failure(how, cause)),
+    };
+    const relay = new RawRelay(faulty, "connect", new StreamTiming(0));
+    await drain(relay);
+    expect((await relay.ended).outcome).toBe("failed");
+    expect(calls).toBe(1);
   });
 
   it("a client that leaves: the leg is cancelled, nothing more is sent", async () => {
