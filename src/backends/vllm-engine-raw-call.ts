@@ -149,6 +149,7 @@ class FrameReader {
       const error = this.wire.endError(payload, this.res!.headers);
       if (error !== undefined) throw error;
       this.ended = true;
+      this.drainAfterEnd();
       return undefined;
     }
     if ((flags & COMPRESSED_FLAG) !== 0) throw new ConnectError("protocol error: received unsupported compressed output", Code.Internal);
@@ -160,6 +161,21 @@ class FrameReader {
     }
     this.first = this.returned++ === 0 ? frame : undefined;
     return { done: false, value };
+  }
+
+  /** After the end-of-stream frame: the body read to its end off the caller's path (as
+   *  connect-web does, and as the raw relay does after a hand-over), so the engine's
+   *  connection is released for reuse. */
+  private drainAfterEnd(): void {
+    const reader = this.reader;
+    if (!reader) return;
+    void (async () => {
+      try {
+        while (!(await reader.read()).done);
+      } catch {
+        // The engine's connection went: nothing is left to release.
+      }
+    })();
   }
 
   private bodyDone(): IteratorResult<GenerateResponse> {

@@ -103,6 +103,29 @@ describe.each([
   });
 });
 
+describe("after the end-of-stream frame", () => {
+  it("the engine's body is read to its end off the caller's path (the connection is released)", async () => {
+    let closed = false;
+    vi.stubGlobal("fetch", async () => {
+      const parts = [concat(chunkFrame(1), completeFrame, connectEnd({})), enc.encode("trailing")];
+      const body = new ReadableStream<Uint8Array>({
+        pull(c) {
+          const next = parts.shift();
+          if (next) c.enqueue(next);
+          else {
+            closed = true;
+            c.close();
+          }
+        },
+      });
+      return new Response(body, { status: 200, headers: CONNECT });
+    });
+    expect(await run(rawGenerateCall(target("connect"), "connect", request, spec))).toEqual(["chunk", "complete", "done"]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(closed).toBe(true);
+  });
+});
+
 describe("a message declared larger than MAX_FRAME_BYTES", () => {
   it.each([
     ["connect", CONNECT],
