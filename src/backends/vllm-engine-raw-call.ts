@@ -9,6 +9,7 @@ import { createMethodUrl, encodeEnvelope } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpcWeb from "@connectrpc/connect/protocol-grpc-web";
 import { GenerateRequestSchema, GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../gen/vllm_engine_pb.js";
+import { concatBytes } from "../core/body.js";
 import { COMPRESSED_FLAG, ENVELOPE_HEADER_BYTES, MAX_FRAME_BYTES } from "../core/envelope.js";
 import type { EngineCall, LegSpec, LegTransport, RawBody } from "../core/leg-transport.js";
 import type { EngineTarget } from "../core/types.js";
@@ -115,7 +116,7 @@ class FrameReader {
       }
       const r = await this.reader!.read();
       if (r.done) return this.bodyDone();
-      this.buffered = this.buffered.length === 0 ? r.value : concat(this.buffered, r.value);
+      this.buffered = this.buffered.length === 0 ? r.value : concatBytes([this.buffered, r.value], this.buffered.length + r.value.length);
     }
   }
 
@@ -190,7 +191,7 @@ class FrameReader {
     const wire = this.wire;
     const head = this.res.headers;
     return {
-      head: this.buffered.length === 0 ? this.first : concat(this.first, this.buffered),
+      head: this.buffered.length === 0 ? this.first : concatBytes([this.first, this.buffered], this.first.length + this.buffered.length),
       body: this.res.body,
       endFlag: wire.endFlag,
       endFailure: (payload) => {
@@ -229,13 +230,6 @@ function rawFailureReason(wire: Wire, how: Parameters<RawBody["failure"]>[0], ca
 
 function oversizedError(): ConnectError {
   return new ConnectError(`protocol error: message larger than ${MAX_FRAME_BYTES} bytes`, Code.ResourceExhausted);
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
 
 /** The VllmEngine transport with decode and regular legs to engines that speak `protocol`

@@ -238,9 +238,7 @@ export async function openLeg<P, F>(
         finish();
         call.close();
         if (ctx.clientSignal.aborted) throw clientCancelledError();
-        const e = legError(leg, "stream", engine.name, asFailure(err));
-        logLegFailure(engine, leg, spec.requestId, e);
-        throw e.from(engine.name);
+        throw streamError(asFailure(err));
       }
     },
     cancel() {
@@ -265,13 +263,18 @@ export async function openLeg<P, F>(
         failure,
         failed(f: LegFailure) {
           leg.end("failed");
-          const e = legError(spec.leg, "stream", engine.name, f);
-          logLegFailure(engine, spec.leg, spec.requestId, e);
-          return e.from(engine.name);
+          return streamError(f);
         },
       });
     },
   };
+
+  /** A failure after the first frame, logged, as the client gets it. */
+  function streamError(f: LegFailure): GatewayError {
+    const e = legError(leg, "stream", engine.name, f);
+    logLegFailure(engine, leg, spec.requestId, e);
+    return e.from(engine.name);
+  }
 
   function handOver<B>(body: ReadableStream<B>): DetachedLeg<B> {
     return {

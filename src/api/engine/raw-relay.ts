@@ -14,6 +14,7 @@
 // early head's ReadableStream is told at once (its cancel).
 import { fromBinary } from "@bufbuild/protobuf";
 import { GenerateResponseSchema } from "../../gen/vllm_engine_pb.js";
+import { concatBytes } from "../../core/body.js";
 import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, MAX_FRAME_BYTES, type EnvelopeSink } from "../../core/envelope.js";
 import type { GatewayError } from "../../core/errors.js";
 import type { LegFailure } from "../../core/leg-transport.js";
@@ -104,13 +105,7 @@ class FrameCutter {
 
   private withHeld(bytes: Uint8Array): Uint8Array {
     if (this.heldBytes === 0) return bytes;
-    const out = new Uint8Array(this.heldBytes + bytes.length);
-    let at = 0;
-    for (const h of this.held) {
-      out.set(h, at);
-      at += h.length;
-    }
-    out.set(bytes, at);
+    const out = concatBytes([...this.held, bytes], this.heldBytes + bytes.length);
     this.held = [];
     this.heldBytes = 0;
     return out;
