@@ -116,7 +116,7 @@ function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, f
     await writer.write(encoder.encode(before + sseErrorEvent(err)));
     await writer.close();
   };
-  // The leg is stopped (the client left): the pending read ends, and the loop sees `stopped`.
+  // The leg is stopped (the client left): the pending read ends, and the loop sees the signal.
   const signal = leg.signal;
   const stop = (): void => void reader.cancel(signal.reason).catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
