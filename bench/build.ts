@@ -56,9 +56,18 @@ export async function buildGateway(tmp: string): Promise<BundleInfo> {
 /** A copy of bench/passthrough-worker in `tmp` (so wrangler's .wrangler/ state lands there,
  *  not in the work tree); returns its wrangler.toml. */
 export async function passthroughConfig(tmp: string): Promise<string> {
-  const dir = join(tmp, "passthrough-src");
+  return workerCopy(tmp, "passthrough");
+}
+
+/** The same for bench/relay-floor-worker (the per-chunk floor of relays that run JS). */
+export async function relayFloorConfig(tmp: string): Promise<string> {
+  return workerCopy(tmp, "relay-floor");
+}
+
+async function workerCopy(tmp: string, name: string): Promise<string> {
+  const dir = join(tmp, `${name}-src`);
   await mkdir(dir, { recursive: true });
-  for (const f of ["index.ts", "wrangler.toml"]) await copyFile(join("bench/passthrough-worker", f), join(dir, f));
+  for (const f of ["index.ts", "wrangler.toml"]) await copyFile(join(`bench/${name}-worker`, f), join(dir, f));
   return join(dir, "wrangler.toml");
 }
 

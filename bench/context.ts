@@ -74,5 +74,7 @@ export interface BenchContext {
   portkey: NodePeer;
   /** wrangler.toml of the pass-through Worker's copy, for starting more of them. */
   passthroughConfig: string;
+  /** wrangler.toml of the relay-floor Worker's copy (bench/relay-floor-worker). */
+  relayFloorConfig: string;
   log(msg: string): void;
 }

@@ -6,6 +6,7 @@ import type { BenchContext } from "./context.js";
 import type { Target } from "./http.js";
 import { batch, once, type RequestSpec } from "./load.js";
 import { CpuMeter } from "./proc.js";
+import { startPassthrough } from "./targets.js";
 import { completionBody, M, prompt, SMALL_COMPLETION, SMALL_MAX_TOKENS } from "./setup.js";
 
 export interface CpuCase {
@@ -43,9 +44,9 @@ function httpWork(spec: RequestSpec): Work {
   return async (t) => (await once(t, spec, 16)).events?.length ?? 0;
 }
 
-function connectWork(model: string, maxTokens: number, stream: boolean, json = false): Work {
+function connectWork(model: string, maxTokens: number, stream: boolean, json = false, headers: Record<string, string> = {}): Work {
   return async (t) => {
-    const r = await generate(t.base, { text: prompt(8), maxTokens, stream, json, headers: { "x-model": model } });
+    const r = await generate(t.base, { text: prompt(8), maxTokens, stream, json, headers: { "x-model": model, ...headers } });
     return stream ? r.chunks.length : 0;
   };
 }
@@ -93,25 +94,49 @@ export async function measureCpu(ctx: BenchContext): Promise<CpuCase[]> {
   const ptDev: Serving = { target: ctx.passthrough.viaDev, pid: ctx.passthrough.workerPid, proxy: ctx.passthrough.proxyPid };
   const pk: Serving = { target: ctx.portkey.target, pid: () => ctx.portkey.pid };
   const pd = (n: number) => ({ path: "/v1/completions", body: completionBody({ model: M.pd0, maxTokens: SMALL_MAX_TOKENS, n }) });
-  const plan: [string, Serving, Work, number?][] = [
-    [SMALL, gw, httpWork(SMALL_COMPLETION)],
-    [SMALL, pt, httpWork(SMALL_COMPLETION)],
-    [SMALL, pk, httpWork(SMALL_COMPLETION)],
-    [SMALL, gwDev, httpWork(SMALL_COMPLETION)],
-    [SMALL, ptDev, httpWork(SMALL_COMPLETION)],
-    ["256-token SSE stream", gw, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
-    ["256-token SSE stream", pt, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
-    ["256-token SSE stream", pk, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), ctx.counts.cpuStreamRequests],
-    ["256-token SSE stream, sse_relay native", gw, httpWork({ path: "/v1/completions", body: STREAM_256_NATIVE, sse: true }), ctx.counts.cpuStreamRequests],
-    ["256-token Connect stream", gw, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
-    ["256-token Connect stream", pt, connectWork(M.agg, 256, true), ctx.counts.cpuStreamRequests],
-    ["256-token Connect stream, connect+json (decoded path)", gw, connectWork(M.agg, 256, true, true), ctx.counts.cpuStreamRequests],
-    ["256-token Connect stream, connect+json (decoded path)", pt, connectWork(M.agg, 256, true, true), ctx.counts.cpuStreamRequests],
-    ["PD, OpenAI HTTP, n=1 (prefill + decode legs)", gw, httpWork(pd(1))],
-    ["PD, OpenAI HTTP, n=4 (prefill skipped)", gw, httpWork(pd(4))],
-    ["PD, Connect, n=1 (prefill + decode legs)", gw, connectWork(M.pd0, SMALL_MAX_TOKENS, false)],
-  ];
-  const out: CpuCase[] = [];
-  for (const [name, s, work, n] of plan) out.push(await measure(ctx, name, s, work, n ?? ctx.counts.cpuRequests));
-  return out;
+  const floorWorker = await startPassthrough(ctx.relayFloorConfig, ctx.sim.url("agg0"), "relay floor");
+  try {
+    const floor: Serving = { target: floorWorker.target, pid: floorWorker.workerPid };
+    const shaped = (shape: keyof typeof FLOOR_CASES) => ({ "x-relay-shape": shape });
+    const sseFloor = (shape: keyof typeof FLOOR_CASES): Work => httpWork({ path: "/v1/completions", body: STREAM_256, sse: true, headers: shaped(shape) });
+    const connectFloor = (shape: keyof typeof FLOOR_CASES): Work => connectWork(M.agg, 256, true, false, shaped(shape));
+    const streams = ctx.counts.cpuStreamRequests;
+    // Each relay-floor case right after the pass-through's on the same stream: the machine's
+    // load drifts over minutes, and these are read as ratios to that pass-through.
+    const plan: [string, Serving, Work, number?][] = [
+      [SMALL, gw, httpWork(SMALL_COMPLETION)],
+      [SMALL, pt, httpWork(SMALL_COMPLETION)],
+      [SMALL, pk, httpWork(SMALL_COMPLETION)],
+      [SMALL, gwDev, httpWork(SMALL_COMPLETION)],
+      [SMALL, ptDev, httpWork(SMALL_COMPLETION)],
+      ["256-token SSE stream", gw, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), streams],
+      ["256-token SSE stream", pt, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), streams],
+      [`256-token SSE stream, ${FLOOR_CASES.loop}`, floor, sseFloor("loop"), streams],
+      [`256-token SSE stream, ${FLOOR_CASES.tee}`, floor, sseFloor("tee"), streams],
+      ["256-token SSE stream, sse_relay native", gw, httpWork({ path: "/v1/completions", body: STREAM_256_NATIVE, sse: true }), streams],
+      ["256-token SSE stream", pk, httpWork({ path: "/v1/completions", body: STREAM_256, sse: true }), streams],
+      ["256-token Connect stream", gw, connectWork(M.agg, 256, true), streams],
+      ["256-token Connect stream", pt, connectWork(M.agg, 256, true), streams],
+      [`256-token Connect stream, ${FLOOR_CASES.pull}`, floor, connectFloor("pull"), streams],
+      [`256-token Connect stream, ${FLOOR_CASES.loop}`, floor, connectFloor("loop"), streams],
+      ["256-token Connect stream, connect+json (decoded path)", gw, connectWork(M.agg, 256, true, true), streams],
+      ["256-token Connect stream, connect+json (decoded path)", pt, connectWork(M.agg, 256, true, true), streams],
+      ["PD, OpenAI HTTP, n=1 (prefill + decode legs)", gw, httpWork(pd(1))],
+      ["PD, OpenAI HTTP, n=4 (prefill skipped)", gw, httpWork(pd(4))],
+      ["PD, Connect, n=1 (prefill + decode legs)", gw, connectWork(M.pd0, SMALL_MAX_TOKENS, false)],
+    ];
+    const out: CpuCase[] = [];
+    for (const [name, s, work, n] of plan) out.push(await measure(ctx, name, s, work, n ?? ctx.counts.cpuRequests));
+    return out;
+  } finally {
+    await floorWorker.dev.stop();
+  }
 }
+
+/** The relay-floor cases, by shape: relays on a bare Worker (bench/relay-floor-worker/index.ts),
+ *  what a relay that runs JS per chunk costs at least. */
+export const FLOOR_CASES = {
+  loop: "relay floor: JS read loop into an IdentityTransformStream",
+  pull: "relay floor: JS-pulled ReadableStream body",
+  tee: "relay floor: tee(), one branch read in JS",
+} as const;

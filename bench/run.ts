@@ -9,7 +9,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildGateway, buildPassthrough, passthroughConfig, startupProfile } from "./build.js";
+import { buildGateway, buildPassthrough, passthroughConfig, relayFloorConfig, startupProfile } from "./build.js";
 import { installSignalHandlers, runCleanups } from "./cleanup.js";
 import { FULL, QUICK, type BenchContext } from "./context.js";
 import { measureCpu } from "./cpu.js";
@@ -119,6 +119,7 @@ async function main(): Promise<void> {
       passthrough,
       portkey,
       passthroughConfig: ptConfig,
+      relayFloorConfig: await relayFloorConfig(tmp),
       log,
     };
 

@@ -146,12 +146,12 @@ export async function startGateway(buildDir: string, config: unknown, name = "ga
 }
 
 /** The pass-through Worker from `configPath` (a copy made by build.ts passthroughConfig). */
-export async function startPassthrough(configPath: string, upstream: string): Promise<WorkerTarget> {
+export async function startPassthrough(configPath: string, upstream: string, name = "passthrough"): Promise<WorkerTarget> {
   const dev = await startWranglerDev(undefined, 120_000, {
     configPath,
     vars: { UPSTREAM: upstream },
   });
-  return wrapWorker("passthrough", dev);
+  return wrapWorker(name, dev);
 }
 
 export interface NodePeer {

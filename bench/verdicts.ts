@@ -1,6 +1,6 @@
 // The targets each figure is reported against (never asserted), and for a missed one, what
 // dominates its cost, said from the run's own profiles and CPU figures.
-import type { CpuCase } from "./cpu.js";
+import { FLOOR_CASES, type CpuCase } from "./cpu.js";
 import type { ProfileResult } from "./profiles.js";
 import type { BenchResult } from "./report.js";
 
@@ -48,7 +48,10 @@ export function verdicts(r: BenchResult): Verdict[] {
   ];
   for (const [id, target, kase, per, max] of ratios) {
     const x = kase === "256-token SSE stream" ? ratioExact(r, kase, per) : ratio(kase, per);
-    out.push({ id, target, figure: `gateway / pass-through CPU per ${per}, ${kase}`, value: x === undefined ? "n/a" : `${f(x)}x`, met: x === undefined ? undefined : x <= max });
+    const floor = FLOOR_OF[id];
+    const floorNote = floor ? floorRatio(r, floor[0], floor[1]) : undefined;
+    const value = x === undefined ? "n/a" : `${f(x)}x${floorNote === undefined ? "" : ` (floor: ${f(floorNote)}x)`}`;
+    out.push({ id, target, figure: `gateway / pass-through CPU per ${per}, ${kase}`, value, met: x === undefined ? undefined : x <= max });
   }
   for (const s of r.fanout?.savings ?? []) {
     out.push({
@@ -66,6 +69,22 @@ export function verdicts(r: BenchResult): Verdict[] {
     out.push({ id: "zero-prefill", target: "zero prefill GPU work for fan-out", figure: "prefill engine promptTokensComputed per n=4 request, predicate on", value: `${f(worst, 0)} tokens`, met: worst === 0 });
   }
   return out;
+}
+
+type FloorStream = "256-token SSE stream" | "256-token Connect stream";
+
+/** The relay-floor shape each per-chunk target's relay is built on (the floor it cannot beat). */
+const FLOOR_OF: Partial<Record<string, [FloorStream, keyof typeof FLOOR_CASES]>> = {
+  "ratio-sse": ["256-token SSE stream", "loop"],
+  "ratio-connect": ["256-token Connect stream", "pull"],
+};
+
+/** CPU per chunk of a bare Worker relaying `stream` in `shape` (bench/relay-floor-worker), over
+ *  the pass-through Worker's on the same stream: the least any relay of that shape costs. */
+export function floorRatio(r: BenchResult, stream: FloorStream, shape: keyof typeof FLOOR_CASES): number | undefined {
+  const a = r.cpu?.find((c) => c.case === `${stream}, ${FLOOR_CASES[shape]}` && c.target === "relay floor")?.cpuMsPerChunk;
+  const b = r.cpu?.find((c) => c.case === stream && c.target === "passthrough")?.cpuMsPerChunk;
+  return a !== undefined && b !== undefined && b > 0 ? a / b : undefined;
 }
 
 /** The ratio for a case named exactly `kase` (not the cases that only start with it). */
@@ -126,6 +145,10 @@ export function explanations(r: BenchResult): string[] {
           `The gateway's profile under the non-streamed load: ${split(gwProf)}; by module ${topModules(gwProf, 6)}; top functions ${fn}. ` +
           `The pass-through's profile: ${split(ptProf)} (${topModules(ptProf)}), so the runtime's fixed cost per proxied request is most of a bare Worker's CPU. Portkey's: ${split(pkProf)} (${topModules(pkProf)}).`,
       );
+    } else if (kind === "ratio-sse" || kind === "ratio-connect") {
+      if (seen.has("ratio-chunk")) continue;
+      seen.add("ratio-chunk");
+      out.push(perChunkExplanation(r, missed));
     } else if (kind === "saving") {
       const rows = missed.filter((m) => m.id.startsWith("saving-")).map((m) => `${m.figure}: ${m.value}`).join("; ");
       out.push(
@@ -139,4 +162,25 @@ export function explanations(r: BenchResult): string[] {
     }
   }
   return out;
+}
+
+/** Why a per-chunk target is missed: the gateway's relays next to the floor of their shape. */
+function perChunkExplanation(r: BenchResult, missed: Verdict[]): string {
+  const x = (v: number | undefined) => `${f(v)}x`;
+  const fl = (stream: FloorStream, shape: keyof typeof FLOOR_CASES) => floorRatio(r, stream, shape);
+  const sse = ratioExact(r, "256-token SSE stream", "chunk");
+  const native = cpuOf(r, "256-token SSE stream, sse_relay native", "gateway")?.cpuMsPerChunk;
+  const ptSse = r.cpu?.find((c) => c.case === "256-token SSE stream" && c.target === "passthrough")?.cpuMsPerChunk;
+  const connect = ratioExact(r, "256-token Connect stream", "chunk");
+  const over = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? `${f(a / b)}x` : "n/a");
+  return (
+    `**Per-chunk relay cost (${missed.filter((m) => m.id === "ratio-sse" || m.id === "ratio-connect").map((m) => `${m.figure}: ${m.value}`).join("; ")}).** ` +
+    "These targets sit below what workerd charges any relay that runs JavaScript per chunk. A bare Worker that does nothing per chunk but relay it " +
+    "(bench/relay-floor-worker, measured in this run on the same streams) costs, per chunk, over the pass-through Worker: " +
+    `a read loop into an IdentityTransformStream (the inspecting SSE relay's shape) ${x(fl("256-token SSE stream", "loop"))} on SSE and ${x(fl("256-token Connect stream", "loop"))} on Connect; ` +
+    `tee() with one branch read in JS ${x(fl("256-token SSE stream", "tee"))} on SSE (cheaper, but the client's branch cannot be held back or rewritten, so an engine's in-band error would reach the client as the engine wrote it); ` +
+    `a JS-pulled ReadableStream body (the shape a streamed Generate's early head needs, so that a client leaving during prefill is seen: api/engine/early-head.ts) ${x(fl("256-token Connect stream", "pull"))} on Connect. ` +
+    `The gateway's inspecting SSE relay is ${x(sse)} (${over(sse, fl("256-token SSE stream", "loop"))} its floor), the raw Connect relay ${x(connect)} (${over(connect, fl("256-token Connect stream", "pull"))} its floor). ` +
+    `Only a relay with no JS per chunk meets 1.5x: \`sse_relay: "native"\` at ${over(native, ptSse)}.`
+  );
 }
