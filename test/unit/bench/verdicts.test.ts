@@ -1,0 +1,70 @@
+// The per-chunk verdicts of the bench report, against the relay floor measured in the same run
+// (bench/relay-floor-worker): the floor each figure is shown with, and the paragraph a miss gets.
+import { describe, expect, it } from "vitest";
+import type { CpuCase } from "../../../bench/cpu.js";
+import { FLOOR_CASES } from "../../../bench/cpu.js";
+import type { BenchResult } from "../../../bench/report.js";
+import { explanations, floorRatio, verdicts } from "../../../bench/verdicts.js";
+
+const SSE = "256-token SSE stream";
+const CONNECT = "256-token Connect stream";
+
+function kase(name: string, target: string, usPerChunk: number): CpuCase {
+  const perRequest = (usPerChunk * 256) / 1000;
+  return { case: name, target, requests: 150, errors: 0, wallMs: 1, cpuMsPerRequest: perRequest, ticks: 1, idleCorrectionMs: 0, chunksPerRequest: 256, cpuMsPerChunk: usPerChunk / 1000 };
+}
+
+function run(cpu: CpuCase[]): BenchResult {
+  return { cpu, machine: { nproc: 2 } } as unknown as BenchResult;
+}
+
+const cases = [
+  kase(SSE, "gateway", 100),
+  kase(SSE, "passthrough", 50),
+  kase(`${SSE}, ${FLOOR_CASES.loop}`, "relay floor", 90),
+  kase(`${SSE}, ${FLOOR_CASES.tee}`, "relay floor", 75),
+  kase(`${SSE}, sse_relay native`, "gateway", 60),
+  kase(CONNECT, "gateway", 130),
+  kase(CONNECT, "passthrough", 50),
+  kase(`${CONNECT}, ${FLOOR_CASES.pull}`, "relay floor", 120),
+  kase(`${CONNECT}, ${FLOOR_CASES.loop}`, "relay floor", 100),
+];
+
+describe("relay floor in the bench verdicts", () => {
+  it("is the floor shape's CPU per chunk over the pass-through's on the same stream", () => {
+    const r = run(cases);
+    expect(floorRatio(r, SSE, "loop")).toBeCloseTo(1.8);
+    expect(floorRatio(r, SSE, "tee")).toBeCloseTo(1.5);
+    expect(floorRatio(r, CONNECT, "pull")).toBeCloseTo(2.4);
+    expect(floorRatio(r, CONNECT, "loop")).toBeCloseTo(2.0);
+  });
+
+  it("is absent when the run has no relay-floor cases (an older result file)", () => {
+    const r = run(cases.filter((c) => c.target !== "relay floor"));
+    expect(floorRatio(r, SSE, "loop")).toBeUndefined();
+    const sse = verdicts(r).find((v) => v.id === "ratio-sse")!;
+    expect(sse.value).toBe("2.00x");
+  });
+
+  it("shows each per-chunk figure with the floor of the relay shape it is built on", () => {
+    const v = verdicts(run(cases));
+    expect(v.find((x) => x.id === "ratio-sse")).toMatchObject({ value: "2.00x (floor: 1.80x)", met: false });
+    expect(v.find((x) => x.id === "ratio-connect")).toMatchObject({ value: "2.60x (floor: 2.40x)", met: false });
+    expect(v.find((x) => x.id === "ratio-sse-native")).toMatchObject({ value: "1.20x", met: true });
+  });
+
+  it("explains a missed per-chunk target once, with the gateway's relays over their floors", () => {
+    const text = explanations(run(cases)).filter((p) => p.startsWith("**Per-chunk relay cost"));
+    expect(text).toHaveLength(1);
+    expect(text[0]).toContain("1.80x on SSE and 2.00x on Connect"); // the read loop
+    expect(text[0]).toContain("tee() with one branch read in JS 1.50x");
+    expect(text[0]).toContain("2.40x on Connect"); // the JS-pulled body
+    expect(text[0]).toContain("The gateway's inspecting SSE relay is 2.00x (1.11x its floor), the raw Connect relay 2.60x (1.08x its floor)");
+    expect(text[0]).toContain('`sse_relay: "native"` at 1.20x');
+  });
+
+  it("says nothing of the relay when both per-chunk targets are met", () => {
+    const met = cases.map((c) => (c.target === "gateway" && !c.case.includes("native") ? { ...c, cpuMsPerChunk: 0.06 } : c));
+    expect(explanations(run(met)).some((p) => p.startsWith("**Per-chunk relay cost"))).toBe(false);
+  });
+});
