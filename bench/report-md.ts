@@ -87,6 +87,9 @@ function cpu(r: BenchResult): string {
       `(${r.counts.cpuStreamRequests} for the 256-token streams) divided by the requests served, minus the process's idle CPU over the same time. For a Worker the serving ` +
       "process is its own workerd (the child of wrangler dev that is not its proxy); for rows via wrangler dev the proxy's CPU is in its own column. For Portkey it is its " +
       "node process; Portkey drops `ignore_eos` from the body, so its streams end at the sim's natural length (about 30 tokens): compare streams per chunk. " +
+      "Rows served by `relay floor` are bench/relay-floor-worker: the pass-through's one fetch with the engine's body relayed in one of the shapes the gateway's relays use " +
+      "(a JS read loop into an IdentityTransformStream, a JS-pulled ReadableStream body, tee() with one branch read in JS) and no other work per chunk, each measured right after the pass-through on the same stream: " +
+      "the least a relay of that shape costs here. " +
       "Target for the gateway's non-streamed request: <= 0.5 ms.",
     "",
     table(["case", "target", "CPU ms/request", "CPU µs/chunk (streams)", "dev proxy CPU ms/request", "requests", "ticks", "errors"], rows),
