@@ -53,6 +53,17 @@ export async function buildGateway(tmp: string): Promise<BundleInfo> {
   return { dir, bundlePath, ...(await sizes(bundlePath)), ...reported(out), buildMs };
 }
 
+/** The deployed bundle (`[env.production]`, minified): the size issue 17's target is read
+ *  against. The benchmarks run the top level's unminified build (buildGateway). */
+export async function buildProductionBundle(tmp: string): Promise<BundleInfo> {
+  const dir = join(tmp, "gateway-production");
+  const t0 = performance.now();
+  const out = await dryRun(["--env", "production", "--outdir", dir]);
+  const buildMs = performance.now() - t0;
+  const bundlePath = join(dir, "index.js");
+  return { dir, bundlePath, ...(await sizes(bundlePath)), ...reported(out), buildMs };
+}
+
 /** A copy of bench/passthrough-worker in `tmp` (so wrangler's .wrangler/ state lands there,
  *  not in the work tree); returns its wrangler.toml. */
 export async function passthroughConfig(tmp: string): Promise<string> {

@@ -48,6 +48,8 @@ export interface BenchResult {
   footprint?: {
     bundle: Omit<BundleInfo, "dir"> & { dir?: undefined };
     passthroughBundle: Omit<BundleInfo, "dir"> & { dir?: undefined };
+    /** The deployed `[env.production]` bundle (minified). */
+    productionBundle?: (Omit<BundleInfo, "dir"> & { dir?: undefined }) | undefined;
     startup?: StartupFigures[] | undefined;
     isolateStartup?: StartupProfile | undefined;
     memory?: MemoryFigures[] | undefined;

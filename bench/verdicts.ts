@@ -53,6 +53,13 @@ export function verdicts(r: BenchResult): Verdict[] {
     const value = x === undefined ? "n/a" : `${f(x)}x${floorNote === undefined ? "" : ` (floor: ${f(floorNote)}x)`}`;
     out.push({ id, target, figure: `gateway / pass-through CPU per ${per}, ${kase}`, value, met: x === undefined ? undefined : x <= max });
   }
+  const pt = r.overhead?.targets.find((t) => t.target === "passthrough");
+  const addedOverPt = gw && pt ? gw.addedP50Ms - pt.addedP50Ms : undefined;
+  out.push({ id: "latency-vs-passthrough", target: "added p50 latency <= the pass-through Worker's + 0.2 ms", figure: "gateway added p50 - pass-through added p50, c=1", value: addedOverPt === undefined ? "n/a" : `${f(addedOverPt)} ms`, met: addedOverPt === undefined ? undefined : addedOverPt <= 0.2 });
+  const deployed = r.footprint?.productionBundle;
+  out.push({ id: "bundle", target: "bundle <= 200 KiB gzip", figure: "gzip -9 of the deployed `[env.production]` bundle", value: deployed ? `${f(deployed.gzipBytes / 1024, 1)} KiB` : "n/a", met: deployed ? deployed.gzipBytes <= 200 * 1024 : undefined });
+  const startup = r.footprint?.isolateStartup?.cpuMs;
+  out.push({ id: "startup", target: "isolate start-up CPU <= 20 ms", figure: "`wrangler check startup`, sampled CPU", value: startup === undefined ? "n/a" : `${f(startup, 1)} ms`, met: startup === undefined ? undefined : startup <= 20 });
   for (const s of r.fanout?.savings ?? []) {
     out.push({
       id: `saving-${s.surface}-${s.promptTokens}`,
@@ -120,7 +127,7 @@ export function explanations(r: BenchResult): string[] {
   const out: string[] = [];
   const seen = new Set<string>();
   for (const v of missed) {
-    const kind = v.id.startsWith("saving-") ? "saving" : v.id;
+    const kind = v.id.startsWith("saving-") ? "saving" : v.id === "latency-vs-passthrough" ? "latency" : v.id;
     if (seen.has(kind)) continue;
     seen.add(kind);
     if (kind === "latency") {

@@ -68,3 +68,34 @@ describe("relay floor in the bench verdicts", () => {
     expect(explanations(run(met)).some((p) => p.startsWith("**Per-chunk relay cost"))).toBe(false);
   });
 });
+
+describe("issue 17's other targets in the bench verdicts", () => {
+  const withFootprint = (gzipKiB: number, startupMs: number, gwAdded: number, ptAdded: number) =>
+    ({
+      cpu: cases,
+      machine: { nproc: 2 },
+      overhead: { targets: [{ target: "gateway", addedP50Ms: gwAdded }, { target: "passthrough", addedP50Ms: ptAdded }], ratios: {} },
+      footprint: { productionBundle: { gzipBytes: gzipKiB * 1024 }, isolateStartup: { cpuMs: startupMs } },
+    }) as unknown as BenchResult;
+
+  it("reads the bundle target against the deployed bundle, start-up against wrangler check startup", () => {
+    const v = verdicts(withFootprint(169.5, 10.5, 1.4, 1.15));
+    expect(v.find((x) => x.id === "bundle")).toMatchObject({ value: "169.5 KiB", met: true });
+    expect(v.find((x) => x.id === "startup")).toMatchObject({ value: "10.5 ms", met: true });
+    const over = verdicts(withFootprint(201, 21, 1.4, 1.15));
+    expect(over.find((x) => x.id === "bundle")?.met).toBe(false);
+    expect(over.find((x) => x.id === "startup")?.met).toBe(false);
+  });
+
+  it("reads added p50 against the pass-through's added p50 + 0.2 ms, and explains a miss with the latency paragraph", () => {
+    expect(verdicts(withFootprint(169.5, 10.5, 1.3, 1.15)).find((x) => x.id === "latency-vs-passthrough")).toMatchObject({ value: "0.15 ms", met: true });
+    const missed = withFootprint(169.5, 10.5, 1.48, 1.15);
+    expect(verdicts(missed).find((x) => x.id === "latency-vs-passthrough")).toMatchObject({ value: "0.33 ms", met: false });
+    expect(explanations(missed).filter((p) => p.startsWith("**Added latency"))).toHaveLength(1);
+  });
+
+  it("says n/a, not met, for a run that did not measure them", () => {
+    const v = verdicts(run(cases));
+    for (const id of ["bundle", "startup", "latency-vs-passthrough"]) expect(v.find((x) => x.id === id)).toMatchObject({ value: "n/a", met: undefined });
+  });
+});
