@@ -6,7 +6,8 @@ import type { Target } from "./http.js";
 import { batch, once, type RequestSpec } from "./load.js";
 import { CpuMeter } from "./proc.js";
 import { bundleModuleMap, profileDuring, summarizeProfile, type ModuleMap, type ProfileSummary } from "./profile.js";
-import { completionBody, M, SMALL_COMPLETION } from "./setup.js";
+import { generate } from "./connect.js";
+import { completionBody, M, prompt, SMALL_COMPLETION } from "./setup.js";
 
 export interface ProfileResult {
   target: string;
@@ -19,11 +20,19 @@ export interface ProfileResult {
   summary: ProfileSummary;
 }
 
-async function profileOne(ctx: BenchContext, t: Target, pid: number, inspectorPort: number, workload: string, spec: RequestSpec, map?: ModuleMap): Promise<ProfileResult> {
-  const n = spec.sse ? ctx.counts.cpuStreamRequests : ctx.counts.profileRequests;
-  await batch(Math.ceil(n / 10), 8, 30_000, () => once(t, spec, 8)); // warm-up
+/** One request of a profiled load: an HTTP exchange, or a streamed Connect Generate. */
+type ProfiledWork = { spec: RequestSpec } | { connectStream: string };
+
+async function profileOne(ctx: BenchContext, t: Target, pid: number, inspectorPort: number, workload: string, work: ProfiledWork, map?: ModuleMap): Promise<ProfileResult> {
+  const stream = "connectStream" in work || work.spec.sse === true;
+  const n = stream ? ctx.counts.cpuStreamRequests : ctx.counts.profileRequests;
+  const one = async (): Promise<void> => {
+    if ("spec" in work) await once(t, work.spec, 8);
+    else await generate(t.base, { text: prompt(8), maxTokens: 256, stream: true, headers: { "x-model": work.connectStream } });
+  };
+  await batch(Math.ceil(n / 10), 8, 30_000, one); // warm-up
   const meter = new CpuMeter({ p: pid });
-  const { profile, result } = await profileDuring(inspectorPort, () => batch(n, 8, 120_000, () => once(t, spec, 8)));
+  const { profile, result } = await profileDuring(inspectorPort, () => batch(n, 8, 120_000, one));
   const { cpuMs } = meter.stop();
   const served = result.results.length;
   const summary = summarizeProfile(profile, map);
@@ -36,11 +45,14 @@ export async function takeProfiles(ctx: BenchContext, bundlePath: string): Promi
   const map = await bundleModuleMap(bundlePath);
   const sse: RequestSpec = { path: "/v1/completions", body: completionBody({ model: M.agg, maxTokens: 256, stream: true }), sse: true };
   const out: ProfileResult[] = [];
+  const gw = ctx.gateway;
   const steps: [() => Promise<ProfileResult>][] = [
-    [() => profileOne(ctx, ctx.gateway.target, ctx.gateway.workerPid(), ctx.gateway.dev.inspectorPort, "non-streamed completion", SMALL_COMPLETION, map)],
-    [() => profileOne(ctx, ctx.gateway.target, ctx.gateway.workerPid(), ctx.gateway.dev.inspectorPort, "256-token SSE stream", sse, map)],
-    [() => profileOne(ctx, ctx.passthrough.target, ctx.passthrough.workerPid(), ctx.passthrough.dev.inspectorPort, "non-streamed completion", SMALL_COMPLETION)],
-    [() => profileOne(ctx, ctx.portkey.target, ctx.portkey.pid, ctx.portkey.inspectorPort, "non-streamed completion", SMALL_COMPLETION)],
+    [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "non-streamed completion", { spec: SMALL_COMPLETION }, map)],
+    [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "256-token SSE stream", { spec: sse }, map)],
+    // connect+proto without a deadline: the raw frame relay (docs/api.md).
+    [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "256-token Connect stream", { connectStream: M.agg }, map)],
+    [() => profileOne(ctx, ctx.passthrough.target, ctx.passthrough.workerPid(), ctx.passthrough.dev.inspectorPort, "non-streamed completion", { spec: SMALL_COMPLETION })],
+    [() => profileOne(ctx, ctx.portkey.target, ctx.portkey.pid, ctx.portkey.inspectorPort, "non-streamed completion", { spec: SMALL_COMPLETION })],
   ];
   for (const [step] of steps) {
     try {
