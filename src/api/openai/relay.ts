@@ -5,23 +5,21 @@
 // closes.
 //
 // Cost: after the first chunk the engine's body is read in one loop that writes each chunk,
-// as watched, into an IdentityTransformStream the runtime sends on (one await for the read,
-// one for the write), where the leg can hand its stream over (LegStream.detach); a leg that
-// cannot is made into a stream first (`pulledLeg`), so one loop serves both. A chunk is never decoded
-// unless a byte scan (sse.ts `scanEvents`) finds something in it that may be the [DONE]
-// marker, an error or a usage report; only then are its events decoded and parsed. The token
+// as watched, into an IdentityTransformStream the runtime sends on (relay-loop.ts), where the
+// leg can hand its stream over (LegStream.detach); a leg that cannot is made into a stream
+// first (`pulledLeg`), so one loop serves both. A chunk is never decoded unless a byte scan
+// (sse.ts `scanEvents`) finds something in it that may be the [DONE] marker, an error or a
+// usage report; only then are its events decoded and parsed. The token
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
 // members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
 // parsed path counts choices with output.
-import { errorText, GatewayError } from "../../core/errors.js";
+import { identityPipe } from "../../core/byte-pipe.js";
 import type { DetachedLeg, LegStream } from "../../pd/leg.js";
-import { sseErrorEvent } from "./errors.js";
+import { RelayLoop } from "./relay-loop.js";
 import { SseWatch } from "./sse-watch.js";
-import type { RelayEnd, RelayOptions, WatchResult } from "./sse-watch.js";
+import type { RelayOptions } from "./sse-watch.js";
 
 export type { RelayEnd, RelayOptions, RelayStats } from "./sse-watch.js";
-
-const encoder = new TextEncoder();
 
 /** The client's SSE body. Resolves once the leg's first frame (already read by the pipeline)
  *  is in hand. */
@@ -31,12 +29,12 @@ export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions & 
   try {
     first = await engine.next();
   } catch (err) {
-    return piped(pulledLeg(engine, err), watch, o);
+    return new RelayLoop(pulledLeg(engine, err), watch, o).start();
   }
-  if (first.done) return piped(pulledLeg(engine), watch, o);
+  if (first.done) return new RelayLoop(pulledLeg(engine), watch, o).start();
   const detached = engine.detach?.();
   if (detached && o.native) return native(detached, watch, o, first.value);
-  return piped(detached ?? pulledLeg(engine), watch, o, first.value);
+  return new RelayLoop(detached ?? pulledLeg(engine), watch, o).start(first.value);
 }
 
 /** A leg that cannot hand its stream over, as one: its frames pulled through next() (or the
@@ -89,83 +87,4 @@ function native(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, 
     );
   o.waitUntil?.(piping);
   return pipe.readable as ReadableStream<Uint8Array>;
-}
-
-/** The engine's body read in a loop and written, as watched, into an identity stream the
- *  runtime sends on: after `first` (the frame the pipeline read) when there is one. Measured in
- *  workerd, a reader loop into an IdentityTransformStream costs about 1.9x a native pipe per
- *  chunk where a JS TransformStream pipe costs about 2.6x (docs/benchmarks.md). */
-function piped(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first?: Uint8Array): ReadableStream<Uint8Array> {
-  const pipe = identityPipe();
-  const writer = pipe.writable.getWriter();
-  const reader = leg.body.getReader();
-  let over = false;
-  const finish = (how: "completed" | "failed" | "cancelled", end: Omit<RelayEnd, "stats">) => {
-    if (over) return;
-    over = true;
-    if (how !== "completed") reader.cancel().catch(() => undefined);
-    leg.end(how);
-    watch.end(end);
-  };
-  const cancelled = () => {
-    writer.close().catch(() => undefined); // a reader still there (the runtime's) sees the body end
-    finish("cancelled", { outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
-  };
-  const fail = async (err: GatewayError, before = "") => {
-    finish("failed", { outcome: "failed", status: err.status, errorCode: err.code });
-    await writer.write(encoder.encode(before + sseErrorEvent(err)));
-    await writer.close();
-  };
-  // The leg is stopped (the client left): the pending read ends, and the loop sees the signal.
-  const signal = leg.signal;
-  const stop = (): void => void reader.cancel(signal.reason).catch(() => undefined);
-  signal.addEventListener("abort", stop, { once: true });
-  /** False when the watch found the stream's end (an in-band error, now written). No async
-   *  step of its own: one await per chunk (the write) besides the read. */
-  const send = (r: WatchResult): Promise<void> | false => {
-    if (r.error) {
-      fail(r.error.error, r.error.before).catch(() => undefined); // the client may be gone
-      return false;
-    }
-    return r.out ? writer.write(r.out) : Promise.resolve();
-  };
-  const run = async (): Promise<void> => {
-    const head = first && send(watch.chunk(first));
-    if (head === false) return;
-    await head;
-    for (;;) {
-      let r: ReadableStreamReadResult<Uint8Array>;
-      try {
-        r = await reader.read();
-      } catch (err) {
-        if (o.clientSignal.aborted || signal.aborted) return cancelled();
-        return fail(err instanceof GatewayError ? err : watch.brokenStream(errorText(err)));
-      }
-      if (over) return;
-      if (signal.aborted || o.clientSignal.aborted) return cancelled();
-      if (r.done) break;
-      const sent = send(watch.chunk(r.value));
-      if (sent === false) return;
-      await sent;
-    }
-    const last = send(watch.close());
-    if (last === false) return;
-    await last;
-    finish("completed", { outcome: "completed", status: 200 });
-    await writer.close();
-  };
-  // The client's side gone (the runtime cancelled the body) shows as a failing write in the
-  // loop, or here; between writes the client's signal (checked after every read) tells first.
-  writer.closed.catch(() => (over ? undefined : cancelled()));
-  const relaying = run()
-    .catch(() => (over ? undefined : cancelled()))
-    .finally(() => signal.removeEventListener("abort", stop));
-  o.waitUntil?.(relaying);
-  return pipe.readable as ReadableStream<Uint8Array>;
-}
-
-/** workerd's byte pipe where there is one (no JS step on the reading side), else a plain
- *  TransformStream (Node, for unit tests). */
-function identityPipe(): { readable: ReadableStream; writable: WritableStream<Uint8Array> } {
-  return typeof IdentityTransformStream === "function" ? new IdentityTransformStream() : new TransformStream<Uint8Array, Uint8Array>();
 }
