@@ -84,7 +84,8 @@ function cpu(r: BenchResult): string {
     "### 2. CPU per request",
     "",
     `utime+stime of the serving process from \`/proc/<pid>/stat\` (clock ticks, \`getconf CLK_TCK\`) over ${r.counts.cpuRequests} requests at concurrency ${r.counts.cpuConcurrency}, ` +
-      `(${r.counts.cpuStreamRequests} for the 256-token streams) divided by the requests served, minus the process's idle CPU over the same time. For a Worker the serving ` +
+      `(${r.counts.cpuStreamRequests} for the 256-token streams), split over ${r.counts.repeats} rounds that each run every case in turn (so the shared machine's drift falls on all targets alike), ` +
+      "divided by the requests served, minus the process's idle CPU over the same time. For a Worker the serving " +
       "process is its own workerd (the child of wrangler dev that is not its proxy); for rows via wrangler dev the proxy's CPU is in its own column. For Portkey it is its " +
       "node process; Portkey drops `ignore_eos` from the body, so its streams end at the sim's natural length (about 30 tokens): compare streams per chunk. " +
       "Rows served by `relay floor` are bench/relay-floor-worker: the pass-through's one fetch with the engine's body relayed in one of the shapes the gateway's relays use " +
