@@ -64,9 +64,6 @@ export interface StreamCompleteEvent {
   generationMs: number;
   inputTokens?: number;
   outputTokens: number;
-  /** False when the stream's tokens were not counted (sse_relay "native"): outputTokens is
-   *  then 0 and the tpot flag says not_counted. Not a column of its own. */
-  tokensCounted?: boolean;
 }
 
 /** A circuit breaker changed state (pd-reference 7.4). `model` is the model whose request

@@ -46,8 +46,7 @@ export function ttftFlag(e: StreamCompleteEvent): "measured" | "no_tokens" {
   return typeof e.ttftMs === "number" ? "measured" : "no_tokens";
 }
 
-export function tpotFlag(e: StreamCompleteEvent): "measured" | "no_tokens" | "single_token" | "not_counted" {
-  if (e.tokensCounted === false) return "not_counted";
+export function tpotFlag(e: StreamCompleteEvent): "measured" | "no_tokens" | "single_token" {
   if (typeof e.tpotMs === "number") return "measured";
   return typeof e.ttftMs === "number" ? "single_token" : "no_tokens";
 }
@@ -147,8 +146,6 @@ export function decodeDataPoint(point: AnalyticsEngineDataPoint): GatewayEvent {
     const v = point.doubles?.[i];
     if (typeof v === "number" && !Number.isNaN(v)) out[k] = v;
   });
-  // The one field carried only by a flag (tpotFlag).
-  if (type === "stream_complete" && blobs[blobPosition("stream_complete", "tpot") - 1] === "not_counted") out.tokensCounted = false;
   return out as unknown as GatewayEvent;
 }
 

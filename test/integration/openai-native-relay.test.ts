@@ -1,10 +1,12 @@
-// sse_relay: "native" (a model's SSE streams handed to the runtime untouched): the OpenAI SDK
-// reads the same stream, metrics carry TTFT only, a client that leaves still closes the
-// engine's request, and the PD path relays the handoff as before.
+// sse_relay: "native" (a model's SSE streams handed to the runtime untouched, a copy watched
+// behind them): the OpenAI SDK reads the same stream, metrics still carry the tokens, usage
+// and TPOT, an engine's error mid-stream reaches the client as vLLM wrote it and is recorded,
+// a client that leaves still closes the engine's request, and the PD path relays the handoff.
+import { APIError } from "openai";
 import { afterEach, expect, it } from "vitest";
 import { testGateway } from "../support/gateway.js";
 import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
-import { FAST, httpPairConfig, httpPairSpecs, leaveAfterTwoChunks, MODEL, openai } from "./openai-fixtures.js";
+import { expectNoPinnedBlocks, FAST, httpPairConfig, httpPairSpecs, leaveAfterTwoChunks, MODEL, openai, post } from "./openai-fixtures.js";
 
 let cluster: TestCluster | undefined;
 afterEach(async () => {
@@ -19,7 +21,7 @@ async function start(latency = FAST) {
   return testGateway(config);
 }
 
-it("a streamed PD completion: the SDK reads every token and the usage; metrics have TTFT, no TPOT", async () => {
+it("a streamed PD completion: the SDK reads every token and the usage; metrics have TTFT, TPOT and the tokens", async () => {
   const gw = await start();
   const { data, response } = await openai(gw)
     .completions.create({ model: MODEL, prompt: "native relay please", max_tokens: 6, ignore_eos: true, stream: true, stream_options: { include_usage: true } } as never)
@@ -35,9 +37,9 @@ it("a streamed PD completion: the SDK reads every token and the usage; metrics h
   expect(usage?.completion_tokens).toBe(6);
   await gw.settle();
   const [done] = gw.metrics.ofType("stream_complete");
-  expect(done).toMatchObject({ surface: "openai", outputTokens: 0 });
+  expect(done).toMatchObject({ surface: "openai", outputTokens: 6, inputTokens: expect.any(Number) });
   expect(done!.ttftMs).toBeGreaterThanOrEqual(0);
-  expect(done!.tpotMs).toBeUndefined();
+  expect(done!.tpotMs).toBeGreaterThan(0);
   expect(gw.metrics.ofType("request")).toMatchObject([{ status: 200, streaming: true }]);
 });
 
@@ -50,4 +52,30 @@ it("a client that leaves mid-stream closes the decode engine's request", async (
     expect(s.blocksPinned).toBe(0);
   });
   expect((await cluster!.stats("prefill")).blocksPinned).toBe(0);
+});
+
+it("decode fails mid-stream: the client gets vLLM's own error event, metrics record the failed stream", async () => {
+  const gw = await start();
+  await cluster!.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid" } });
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true });
+  expect(res.status).toBe(200);
+  const events = (await res.text()).split("\n\n").filter((e) => e !== "");
+  // As the engine wrote it (not the gateway's decode_stream_error event), and nothing after it.
+  expect(JSON.parse(events.at(-1)!.slice("data: ".length))).toMatchObject({ error: { message: "mid", code: 500 } });
+  expect(events.slice(0, -1).every((e) => e.startsWith('data: {"id"'))).toBe(true);
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 500, errorCode: "decode_stream_error", streaming: true }]);
+  expect(gw.metrics.ofType("stream_complete")).toHaveLength(0);
+  await expectNoPinnedBlocks(cluster!);
+
+  // The SDK still throws from the iterator after the good chunks.
+  await cluster!.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid again" } });
+  let seen = 0;
+  const err = await (async () => {
+    const stream = await openai(gw).completions.create({ model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true } as never);
+    for await (const _ of stream as unknown as AsyncIterable<unknown>) seen++;
+  })().catch((x: unknown) => x);
+  expect(seen).toBeGreaterThan(0);
+  expect(err).toBeInstanceOf(APIError);
+  expect((err as APIError).message).toContain("mid again");
 });

@@ -65,12 +65,6 @@ const cases: { event: GatewayEvent; blobs: string[]; doubles: number[] }[] = [
     doubles: [5, NaN_, 6, NaN_, 1],
   },
   {
-    // sse_relay "native": a first token, no count
-    event: { type: "stream_complete", model: "m", surface: "openai", endpoint: "/v1/completions", ttftMs: 4, generationMs: 9, outputTokens: 0, tokensCounted: false },
-    blobs: ["v1", "stream_complete", "openai", "/v1/completions", "measured", "not_counted"],
-    doubles: [4, NaN_, 9, NaN_, 0],
-  },
-  {
     event: { type: "stream_complete", model: "m", surface: "openai", endpoint: "/v1/completions", generationMs: 6, outputTokens: 0 },
     blobs: ["v1", "stream_complete", "openai", "/v1/completions", "no_tokens", "no_tokens"],
     doubles: [NaN_, NaN_, 6, NaN_, 0],

@@ -199,6 +199,5 @@ function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, started: numbe
     generationMs: Date.now() - started,
     ...(s.usage?.promptTokens !== undefined ? { inputTokens: s.usage.promptTokens } : {}),
     outputTokens,
-    ...(s.inspected === false ? { tokensCounted: false } : {}),
   });
 }

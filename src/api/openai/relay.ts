@@ -13,8 +13,8 @@
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
 // members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
 // parsed path counts choices with output.
-import { identityPipe } from "../../core/byte-pipe.js";
 import type { DetachedLeg, LegStream } from "../../pd/leg.js";
+import { NativeRelay } from "./native-relay.js";
 import { RelayLoop } from "./relay-loop.js";
 import { SseWatch } from "./sse-watch.js";
 import type { RelayOptions } from "./sse-watch.js";
@@ -33,7 +33,7 @@ export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions & 
   }
   if (first.done) return new RelayLoop(pulledLeg(engine), watch, o).start();
   const detached = engine.detach?.();
-  if (detached && o.native) return native(detached, watch, o, first.value);
+  if (detached && o.native) return new NativeRelay(detached, watch, o).start(first.value);
   return new RelayLoop(detached ?? pulledLeg(engine), watch, o).start(first.value);
 }
 
@@ -57,34 +57,4 @@ function pulledLeg(engine: LegStream<Uint8Array>, failed?: unknown): DetachedLeg
       if (how !== "completed") engine.cancel();
     },
   };
-}
-
-/** The engine's body handed to the runtime as it is (models with `sse_relay: "native"`): no
- *  JS step per chunk, so pass-through cost. Seen: the first chunk (TTFT) and how the body
- *  ended. Not seen: tokens, usage, [DONE], in-band errors (the client gets vLLM's own error
- *  event); a body that breaks off reaches the client as a broken body. */
-function native(leg: DetachedLeg<Uint8Array>, watch: SseWatch, o: RelayOptions, first: Uint8Array): ReadableStream<Uint8Array> {
-  watch.sawFirstChunk();
-  const pipe = identityPipe();
-  const writer = pipe.writable.getWriter();
-  const ended = (how: "completed" | "failed" | "cancelled") => {
-    leg.end(how);
-    if (how === "completed") watch.end({ outcome: "completed", status: 200 });
-    else if (how === "cancelled") watch.end({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
-    else watch.end({ outcome: "failed", status: 502, errorCode: `${o.leg}_stream_error` });
-  };
-  const piping = writer
-    .write(first)
-    .then(() => {
-      writer.releaseLock();
-      return leg.body.pipeTo(pipe.writable, { signal: leg.signal });
-    })
-    .then(
-      () => ended("completed"),
-      // Which side broke is not said: the client's going shows on its signal (or the leg's)
-      // a moment after the runtime cancels the body; else the engine's body broke off.
-      () => new Promise<void>((r) => setTimeout(r, 0)).then(() => ended(o.clientSignal.aborted || leg.signal.aborted ? "cancelled" : "failed")),
-    );
-  o.waitUntil?.(piping);
-  return pipe.readable as ReadableStream<Uint8Array>;
 }

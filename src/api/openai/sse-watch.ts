@@ -12,8 +12,6 @@ export interface RelayStats {
   usage?: Usage;
   /** Choices with output seen, ≈ output tokens. */
   outputPieces: number;
-  /** False for a natively relayed stream: only firstEventAt is known. */
-  inspected?: boolean;
 }
 
 export interface RelayEnd {
@@ -50,6 +48,11 @@ export class SseWatch {
 
   get over(): boolean {
     return this.ended;
+  }
+
+  /** TTFT from the first chunk's arrival, for a stream whose events are read behind it. */
+  sawFirstChunk(): void {
+    this.stats.firstEventAt ??= this.o.now();
   }
 
   /** Told once, however the stream ends. */
@@ -101,12 +104,6 @@ export class SseWatch {
 
   private streamError(status: number, message: string): GatewayError {
     return new GatewayError(`${this.o.leg}_stream_error`, status, message);
-  }
-
-  /** TTFT for a stream that is not inspected (the first chunk's arrival). */
-  sawFirstChunk(): void {
-    this.stats.firstEventAt ??= this.o.now();
-    this.stats.inspected = false;
   }
 
   private sawEvent(): void {

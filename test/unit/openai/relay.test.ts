@@ -9,10 +9,11 @@ type Step = string | Error;
  *  after the first frame (LegStream.detach) and the relay pipes it. Every case runs both. */
 type Mode = "pulled" | "piped";
 
-function scriptedLeg(steps: Step[], mode: Mode) {
+/** endless: after its steps the body waits for a pull it never answers (an engine still generating). */
+function scriptedLeg(steps: Step[], mode: Mode, o: { endless?: boolean } = {}) {
   const enc = new TextEncoder();
   // cancel() (or end("cancelled")) is the leg's one "stop now"; a failed relay closes it.
-  const state = { closed: false, gone: false, ended: undefined as string | undefined };
+  const state = { closed: false, gone: false, bodyCancelled: false, ended: undefined as string | undefined };
   const leg: LegStream<Uint8Array> = {
     headers: () => undefined,
     async next() {
@@ -29,10 +30,12 @@ function scriptedLeg(steps: Step[], mode: Mode) {
             body: new ReadableStream<Uint8Array>({
               pull(c) {
                 const s = steps.shift();
+                if (s === undefined && o.endless) return new Promise<void>(() => undefined);
                 if (s === undefined) c.close();
                 else if (s instanceof Error) c.error(s);
                 else c.enqueue(enc.encode(s));
               },
+              cancel: () => void (state.bodyCancelled = true),
             }),
             end(how: "completed" | "failed" | "cancelled") {
               state.ended = how;
@@ -123,8 +126,9 @@ describe.each(["pulled", "piped"] as const)("sseRelay (%s)", (mode) => {
   });
 });
 
-// sse_relay: "native": the engine's body goes to the client as it is; only the first chunk's
-// time and how the body ended are known.
+// sse_relay: "native": the engine's body goes to the client as it is, and a copy is watched
+// behind it: tokens, usage and how it ended are still known, but what the client already has
+// cannot be taken back or added to.
 describe("sseRelay (native)", () => {
   async function runNative(steps: Step[], signal = new AbortController().signal) {
     const { leg, state } = scriptedLeg(steps, "piped");
@@ -135,33 +139,51 @@ describe("sseRelay (native)", () => {
     await new Promise((r) => setTimeout(r, 0));
     return { text, end: end!, state };
   }
+  const DONE = "data: [DONE]\n\n";
 
-  it("passes the bytes through untouched, an engine's in-band error event included; TTFT only", async () => {
-    const err = `data: ${JSON.stringify({ error: { message: "mid", code: 500 } })}\n\n`;
-    const all = chunk("a") + USAGE + err;
-    const { text, end, state } = await runNative([all.slice(0, 9), all.slice(9)]);
+  it("passes the bytes through untouched, and still counts the tokens and takes the usage", async () => {
+    const all = chunk("a") + chunk("b") + chunk("c") + USAGE + DONE;
+    const { text, end, state } = await runNative([all.slice(0, 9), all.slice(9, 80), all.slice(80)]);
     expect(text).toBe(all);
     expect(end).toMatchObject({ outcome: "completed", status: 200 });
-    expect(end.stats).toEqual({ firstEventAt: 110, outputPieces: 0, inspected: false });
+    expect(end.stats).toMatchObject({ firstEventAt: 110, outputPieces: 3, usage: { promptTokens: 4, completionTokens: 2 } });
+    expect(end.stats.lastEventAt).toBeGreaterThan(110);
     expect(state.ended).toBe("completed");
   });
 
-  it("a body that breaks off is a failed stream (the client gets a broken body)", async () => {
-    const { text, end, state } = await runNative([chunk("a"), new TypeError("Network connection lost")]);
+  it("an engine's in-band error event reaches the client as vLLM wrote it; the stream is a failure", async () => {
+    const err = `data: ${JSON.stringify({ error: { message: "mid", code: 503 } })}\n\n`;
+    const all = chunk("a") + err + DONE;
+    const { text, end, state } = await runNative([all.slice(0, 30), all.slice(30)]);
+    expect(text).toBe(all);
+    expect(end).toMatchObject({ outcome: "failed", status: 503, errorCode: "decode_stream_error" });
+    expect(state.ended).toBe("failed");
+  });
+
+  it("an end without [DONE] is a failed stream (the client sees the body end)", async () => {
+    const { text, end, state } = await runNative([chunk("a"), 'data: {"choi']);
+    expect(text).toBe(`${chunk("a")}data: {"choi`);
+    expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_stream_error" });
+    expect(state.ended).toBe("failed");
+  });
+
+  it("a body that breaks off reaches the client as a broken body; the stream is a failure", async () => {
+    const { text, end, state } = await runNative([chunk("a"), chunk("b"), new TypeError("Network connection lost")]);
     expect(text).toBe("<broken body>");
     expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_stream_error" });
     expect(state.ended).toBe("failed");
   });
 
-  it("after the client left, the leg is told the client is gone", async () => {
+  it("after the client left, the engine's body is cancelled and the leg is told the client is gone", async () => {
     const client = new AbortController();
-    const { leg, state } = scriptedLeg([chunk("a"), chunk("b"), chunk("c")], "piped");
+    const { leg, state } = scriptedLeg([chunk("a"), chunk("b"), chunk("c"), chunk("d")], "piped", { endless: true });
     let end: RelayEnd | undefined;
     const reader = (await sseRelay(leg, { leg: "engine", clientSignal: client.signal, now: Date.now, onEnd: (e) => (end = e), native: true })).getReader();
     await reader.read();
     client.abort();
     await reader.cancel();
     await new Promise((r) => setTimeout(r, 10));
+    expect(state.bodyCancelled).toBe(true);
     expect(state.gone).toBe(true);
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
