@@ -4,6 +4,7 @@
 export interface BatchReader {
   /** The next batch (valid until the next read), or done. */
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** A pending read then ends: done, or (workerd) rejected with `reason`. */
   cancel(reason?: unknown): Promise<void>;
 }
 

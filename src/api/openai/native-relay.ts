@@ -67,7 +67,12 @@ export class NativeRelay {
     return this.signals.some((s) => s.aborted);
   }
 
-  private readonly stopWatching = (): void => void this.copy?.cancel().catch(() => undefined);
+  private watchStopped = false;
+
+  private readonly stopWatching = (): void => {
+    this.watchStopped = true;
+    this.copy?.cancel().catch(() => undefined);
+  };
 
   /** Watches bytes the client already has (or is about to); false once there is nothing more to learn. */
   private see(bytes: Uint8Array): boolean {
@@ -85,7 +90,8 @@ export class NativeRelay {
         if (!this.see(r.value)) return this.stopWatching(); // the client's branch goes on
       }
     } catch (err) {
-      this.broke ??= err;
+      // A pending read ends in the cancel's reason in workerd: not the engine's doing.
+      if (!this.watchStopped) this.broke ??= err;
     }
   }
 
