@@ -188,6 +188,6 @@ function perChunkExplanation(r: BenchResult, missed: Verdict[]): string {
     `tee() with one branch read in JS ${x(fl("256-token SSE stream", "tee"))} on SSE (cheaper, but the client's branch cannot be held back or rewritten, so an engine's in-band error would reach the client as the engine wrote it); ` +
     `a JS-pulled ReadableStream body (the shape a streamed Generate's early head needs, so that a client leaving during prefill is seen: api/engine/early-head.ts) ${x(fl("256-token Connect stream", "pull"))} on Connect. ` +
     `The gateway's inspecting SSE relay is ${x(sse)} (${over(sse, fl("256-token SSE stream", "loop"))} its floor), the raw Connect relay ${x(connect)} (${over(connect, fl("256-token Connect stream", "pull"))} its floor). ` +
-    `Only a relay with no JS per chunk meets 1.5x: \`sse_relay: "native"\` (the engine's body piped natively to the client, a tee()d copy read behind it in 16 KiB batches for metrics) at ${over(native, ptSse)}.`
+    `Only a relay with no JS per chunk meets 1.5x: \`sse_relay: "native"\` at ${over(native, ptSse)} (the engine's body piped natively to the client, a tee()d copy read behind it in 16 KiB batches for metrics).`
   );
 }
