@@ -193,7 +193,9 @@ async function streamResponse(
     if (res.destroyed) return;
     if (ev.type === "error") {
       if (!res.headersSent) return sendOpenAiError(res, errorStatus(ev), ev.message);
-      res.write(`data: ${JSON.stringify(openAiError(errorStatus(ev), ev.message))}\n\n`);
+      // As vLLM's stream generators do: the error event, then [DONE] (serving_completion.py,
+      // serving_chat.py: `yield f"data: {data}\n\n"` in the except, then `yield "data: [DONE]\n\n"`).
+      res.write(`data: ${JSON.stringify(openAiError(errorStatus(ev), ev.message))}\n\ndata: [DONE]\n\n`);
       res.end();
       return;
     }

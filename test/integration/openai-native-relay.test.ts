@@ -60,9 +60,10 @@ it("decode fails mid-stream: the client gets vLLM's own error event, metrics rec
   const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true });
   expect(res.status).toBe(200);
   const events = (await res.text()).split("\n\n").filter((e) => e !== "");
-  // As the engine wrote it (not the gateway's decode_stream_error event), and nothing after it.
-  expect(JSON.parse(events.at(-1)!.slice("data: ".length))).toMatchObject({ error: { message: "mid", code: 500 } });
-  expect(events.slice(0, -1).every((e) => e.startsWith('data: {"id"'))).toBe(true);
+  // As the engine wrote it (not the gateway's decode_stream_error event), then vLLM's [DONE].
+  expect(events.at(-1)).toBe("data: [DONE]");
+  expect(JSON.parse(events.at(-2)!.slice("data: ".length))).toMatchObject({ error: { message: "mid", code: 500 } });
+  expect(events.slice(0, -2).every((e) => e.startsWith('data: {"id"'))).toBe(true);
   await gw.settle();
   expect(gw.metrics.ofType("request")).toMatchObject([{ status: 500, errorCode: "decode_stream_error", streaming: true }]);
   expect(gw.metrics.ofType("stream_complete")).toHaveLength(0);

@@ -143,13 +143,14 @@ describe("OpenAI faults", () => {
     expect(((await r2.json()) as { error: { code: number } }).error.code).toBe(429);
   });
 
-  it("failMidStream sends N chunks then an SSE error event and closes", async () => {
+  it("failMidStream sends N chunks then an SSE error event and [DONE], as vLLM does", async () => {
     const r = await postJson(`${url}/v1/completions`, { ...body, stream: true }, { "x-sim-fault": JSON.stringify({ failMidStream: { afterTokens: 2, code: "internal" } }) });
     expect(r.status).toBe(200);
     const events = parseSse(await r.text()) as Record<string, unknown>[];
-    expect(events).toHaveLength(3);
+    expect(events).toHaveLength(4);
     expect(events.slice(0, 2).every((e) => Array.isArray(e.choices))).toBe(true);
     expect(events[2]).toMatchObject({ error: { code: 500 } });
+    expect(events[3]).toBe("[DONE]");
     const nonStream = await postJson(`${url}/v1/completions`, body, { "x-sim-fault": JSON.stringify({ failMidStream: { afterTokens: 2, code: "unavailable" } }) });
     expect(nonStream.status).toBe(503);
   });
