@@ -12,10 +12,14 @@ export function batchReader(body: ReadableStream<Uint8Array>, minBytes: number):
   const byob = byobReader(body);
   if (!byob) return body.getReader();
   let buffer = new Uint8Array(minBytes * 2);
+  let ended = false;
   return {
     async read() {
+      if (ended) return { done: true, value: undefined };
       const r = await byob.readAtLeast(minBytes, buffer);
-      if (r.done || !r.value) return { done: true, value: undefined };
+      // The streams spec lets the last bytes come with done: hand them over, end next time.
+      ended = r.done;
+      if (!r.value || r.value.byteLength === 0) return { done: true, value: undefined };
       buffer = new Uint8Array(r.value.buffer); // the read transferred it: reuse it next time
       return { done: false, value: r.value };
     },

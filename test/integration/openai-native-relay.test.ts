@@ -54,6 +54,23 @@ it("a client that leaves mid-stream closes the decode engine's request", async (
   expect((await cluster!.stats("prefill")).blocksPinned).toBe(0);
 });
 
+it("a client whose body is cancelled with no signal (the runtime's hook) still closes the decode engine's request", async () => {
+  const gw = await start({ ...FAST, perOutputTokenMs: 40 });
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "long", max_tokens: 200, ignore_eos: true, stream: true });
+  const reader = res.body!.getReader();
+  await reader.read();
+  await reader.read();
+  await reader.cancel();
+  await eventually(async () => {
+    const s = await cluster!.stats("decode");
+    expect(s.activeRequests).toBe(0);
+    expect(s.streamsCancelled).toBe(1);
+  });
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 499, errorCode: "client_cancelled", streaming: true }]);
+  await expectNoPinnedBlocks(cluster!);
+});
+
 it("decode fails mid-stream: the client gets vLLM's own error event, metrics record the failed stream", async () => {
   const gw = await start();
   await cluster!.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid" } });

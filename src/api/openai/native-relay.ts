@@ -3,31 +3,36 @@
 // WATCH_BATCH bytes (core/batch-reader.ts), so metrics still get output tokens, usage, TPOT and
 // how the stream ended. Measured in workerd: about the pass-through Worker's CPU per chunk
 // (docs/benchmarks.md). What watching behind cannot do, the bytes being gone before they are
-// seen: replace an engine's in-band error event (the client gets vLLM's own), or add an error
-// event to a body that breaks off (the client gets a broken body) or ends without [DONE] (the
-// client sees it end); metrics and the breaker get the failure either way. And a client slower
-// than the engine no longer slows the engine: the runtime holds what the client has not read
-// yet (at most the generation).
+// seen: replace an engine's in-band error event (the client gets vLLM's own), or turn a body
+// that breaks off into an error event (the client gets a broken body). A body that ends
+// cleanly without [DONE] still gets the gateway's error event. And a client slower than the
+// engine no longer slows the engine: the runtime holds what the client has not read yet (at
+// most the generation).
 //
-// The shape: engine body -> pipe -> tee -> the client's branch is the client's body, the other
-// branch is watched. The leg's signal stops the pipe (workerd does not stop a pipe from a tee
-// branch on its signal until later, and cannot pipe one into a second IdentityTransformStream).
+// The shape: engine body -> tee -> the client's branch piped into the client's body (left open
+// for that error event), the other branch watched. The client's going shows on its signal, or
+// as the pipe failing once the runtime cancels the client's body; either way the copy is
+// cancelled too, and with both branches gone the engine's body is.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
 import type { DetachedLeg } from "../../pd/leg.js";
+import { sseErrorEvent } from "./errors.js";
 import type { RelayEnd, RelayOptions, SseWatch } from "./sse-watch.js";
 
 /** Bytes per look at the copy: a 256-token completion stream is about 55 KiB, so 4 looks. */
 export const WATCH_BATCH = 16384;
 
+const encoder = new TextEncoder();
+
 type Ending = "completed" | "failed" | "cancelled";
 
 export class NativeRelay {
-  private readonly engine = identityPipe();
+  private readonly toClient = identityPipe();
   private copy: BatchReader | undefined;
   private inBandError: GatewayError | undefined;
   private broke: unknown;
+  private watchStopped = false;
   private over = false;
 
   constructor(
@@ -38,25 +43,26 @@ export class NativeRelay {
 
   /** Starts the pipe after `first` (the frame the pipeline read); the client's body. */
   start(first: Uint8Array): ReadableStream<Uint8Array> {
-    this.watch.sawFirstChunk(); // the copy is read behind the client: TTFT is now
-    const writer = this.engine.writable.getWriter();
-    const feeding = writer.write(first).then(() => {
-      writer.releaseLock();
-      return this.leg.body.pipeTo(this.engine.writable, { signal: this.leg.signal });
-    });
-    const [toClient, copy] = (this.engine.readable as ReadableStream<Uint8Array>).tee();
+    if (this.clientLeft) return this.goneAlready();
+    this.watch.sawFirstChunk();
+    this.see(first);
+    const [branch, copy] = this.leg.body.tee();
     this.copy = batchReader(copy, WATCH_BATCH);
-    // The engine's body is cancelled once both branches are: the client's goes with the
-    // client, the copy here as soon as either signal says the client left.
     for (const s of this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
-    if (this.clientLeft) this.stopWatching();
     const watching = this.watchCopy();
-    const relaying = feeding.then(
+    const writer = this.toClient.writable.getWriter();
+    const piped = writer.write(first).then(() => {
+      writer.releaseLock();
+      // preventClose: the gateway's error event may follow. The signal takes a while to stop a
+      // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
+      return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: this.leg.signal });
+    });
+    const relaying = piped.then(
       () => this.ended(watching),
       (err: unknown) => this.broken(err, watching),
     );
     this.o.waitUntil?.(relaying);
-    return toClient;
+    return this.toClient.readable as ReadableStream<Uint8Array>;
   }
 
   private get signals(): AbortSignal[] {
@@ -67,14 +73,19 @@ export class NativeRelay {
     return this.signals.some((s) => s.aborted);
   }
 
-  private watchStopped = false;
-
   private readonly stopWatching = (): void => {
     this.watchStopped = true;
     this.copy?.cancel().catch(() => undefined);
   };
 
-  /** Watches bytes the client already has (or is about to); false once there is nothing more to learn. */
+  /** The client left before the pipe started: nothing to relay. */
+  private goneAlready(): ReadableStream<Uint8Array> {
+    this.leg.body.cancel().catch(() => undefined);
+    this.finish("cancelled", CANCELLED);
+    return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  }
+
+  /** Watches the engine's bytes; false once there is nothing more to learn. */
   private see(bytes: Uint8Array): boolean {
     if (this.inBandError) return false;
     const r = this.watch.chunk(bytes);
@@ -95,29 +106,47 @@ export class NativeRelay {
     }
   }
 
-  /** The engine's body was all sent on: how did it end? */
+  /** The engine's body reached the client's pipe whole: how did it end? */
   private async ended(watching: Promise<void>): Promise<void> {
     await watching; // the copy ends with the same body
-    if (this.inBandError) return this.failed(this.inBandError);
-    if (this.broke !== undefined) return this.failed(this.watch.brokenStream(errorText(this.broke)));
+    if (this.inBandError) return this.endWith(this.inBandError);
+    if (this.broke !== undefined) return this.endWith(this.watch.brokenStream(errorText(this.broke)));
+    const fragment = this.watch.holding;
     const last = this.watch.close();
-    if (last.error) return this.failed(last.error.error);
-    this.finish("completed", { outcome: "completed", status: 200 });
+    if (!last.error) {
+      this.finish("completed", { outcome: "completed", status: 200 });
+      return this.toClient.writable.close().catch(() => undefined);
+    }
+    if (this.clientLeft) return this.cancelled(); // the watch was stopped short of [DONE]
+    // A blank line first ends a half-sent event, so the error is an event of its own.
+    this.finish("failed", failure(last.error.error));
+    const writer = this.toClient.writable.getWriter();
+    await writer.write(encoder.encode((fragment ? "\n\n" : "") + sseErrorEvent(last.error.error))).catch(() => undefined);
+    await writer.close().catch(() => undefined);
   }
 
-  /** The pipe stopped: the client left (its signal or the leg's says so a moment after the
-   *  runtime cancels the body), or else the engine's body broke off. */
+  /** The pipe stopped: the client left (its signal or the leg's says so, or the runtime
+   *  cancelled the client's body while the copy reads on), or else the engine's body broke off
+   *  (the copy breaks too, and the client's body is broken with it). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
     if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
-    const cancelled = this.clientLeft;
-    this.stopWatching();
+    const cancelled = this.clientLeft || this.broke === undefined;
+    this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
     await watching;
-    if (cancelled) return this.finish("cancelled", { outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
-    this.failed(this.watch.brokenStream(errorText(err)));
+    if (this.inBandError) return this.finish("failed", failure(this.inBandError));
+    if (cancelled) return this.finish("cancelled", CANCELLED);
+    this.finish("failed", failure(this.watch.brokenStream(errorText(this.broke ?? err))));
   }
 
-  private failed(err: GatewayError): void {
-    this.finish("failed", { outcome: "failed", status: err.status, errorCode: err.code });
+  /** A failed stream whose end the client already has (vLLM's error event, or a broken body). */
+  private endWith(err: GatewayError): Promise<void> {
+    this.finish("failed", failure(err));
+    return this.toClient.writable.close().catch(() => undefined);
+  }
+
+  private cancelled(): Promise<void> {
+    this.finish("cancelled", CANCELLED);
+    return this.toClient.writable.close().catch(() => undefined);
   }
 
   private finish(how: Ending, end: Omit<RelayEnd, "stats">): void {
@@ -128,4 +157,10 @@ export class NativeRelay {
     this.leg.end(how);
     this.watch.end(end);
   }
+}
+
+const CANCELLED = { outcome: "cancelled", status: 499, errorCode: "client_cancelled" } as const;
+
+function failure(err: GatewayError): Omit<RelayEnd, "stats"> {
+  return { outcome: "failed", status: err.status, errorCode: err.code };
 }

@@ -50,6 +50,11 @@ export class SseWatch {
     return this.ended;
   }
 
+  /** An incomplete event's first bytes are held (not yet complete). */
+  get holding(): boolean {
+    return this.held !== undefined;
+  }
+
   /** TTFT from the first chunk's arrival, for a stream whose events are read behind it. */
   sawFirstChunk(): void {
     this.stats.firstEventAt ??= this.o.now();

@@ -160,11 +160,17 @@ describe("sseRelay (native)", () => {
     expect(state.ended).toBe("failed");
   });
 
-  it("an end without [DONE] is a failed stream (the client sees the body end)", async () => {
-    const { text, end, state } = await runNative([chunk("a"), 'data: {"choi']);
-    expect(text).toBe(`${chunk("a")}data: {"choi`);
+  it("an end without [DONE] gets the gateway's error event", async () => {
+    const { text, end, state } = await runNative([chunk("a"), chunk("b")]);
+    expect(text).toBe(`${chunk("a")}${chunk("b")}data: {"error":{"message":"Decode stream ended before [DONE]","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
     expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_stream_error" });
     expect(state.ended).toBe("failed");
+  });
+
+  it("a half-sent event is ended by a blank line before the gateway's error event", async () => {
+    const { text, end } = await runNative([chunk("a"), 'data: {"choi']);
+    expect(text).toBe(`${chunk("a")}data: {"choi\n\ndata: {"error":{"message":"Decode stream ended before [DONE]","type":"server_error","param":null,"code":"decode_stream_error"}}\n\n`);
+    expect(end.outcome).toBe("failed");
   });
 
   it("a body that breaks off reaches the client as a broken body; the stream is a failure", async () => {
@@ -172,6 +178,15 @@ describe("sseRelay (native)", () => {
     expect(text).toBe("<broken body>");
     expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_stream_error" });
     expect(state.ended).toBe("failed");
+  });
+
+  it("a client that was gone before the pipe started: nothing relayed, the engine's body cancelled", async () => {
+    const client = new AbortController();
+    client.abort();
+    const { text, end, state } = await runNative([chunk("a"), chunk("b")], client.signal);
+    expect(text).toBe("");
+    expect(state.bodyCancelled).toBe(true);
+    expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
 
   it("after the client left, the engine's body is cancelled and the leg is told the client is gone", async () => {
