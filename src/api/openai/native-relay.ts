@@ -51,12 +51,18 @@ export class NativeRelay {
     for (const s of this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
     const watching = this.watchCopy();
     const writer = this.toClient.writable.getWriter();
-    const piped = writer.write(first).then(() => {
-      writer.releaseLock();
-      // preventClose: the gateway's error event may follow. The signal takes a while to stop a
-      // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
-      return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: this.leg.signal });
-    });
+    const piped = writer.write(first).then(
+      () => {
+        writer.releaseLock();
+        // preventClose: the gateway's error event may follow. The signal takes a while to stop a
+        // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
+        return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: this.leg.signal });
+      },
+      (err: unknown) => {
+        branch.cancel(err).catch(() => undefined); // never piped: the copy's cancel alone would not end the engine's body
+        throw err;
+      },
+    );
     const relaying = piped.then(
       () => this.ended(watching),
       (err: unknown) => this.broken(err, watching),

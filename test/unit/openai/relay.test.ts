@@ -189,6 +189,17 @@ describe("sseRelay (native)", () => {
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
   });
 
+  it("a client body cancelled before its first chunk was taken: the engine's body is cancelled", async () => {
+    const { leg, state } = scriptedLeg([chunk("a"), chunk("b")], "piped", { endless: true });
+    let end: RelayEnd | undefined;
+    const body = await sseRelay(leg, { leg: "engine", clientSignal: new AbortController().signal, now: Date.now, onEnd: (e) => (end = e), native: true });
+    await body.cancel();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(state.bodyCancelled).toBe(true);
+    expect(state.ended).toBe("cancelled");
+    expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
+  });
+
   it("after the client left, the engine's body is cancelled and the leg is told the client is gone", async () => {
     const client = new AbortController();
     const { leg, state } = scriptedLeg([chunk("a"), chunk("b"), chunk("c"), chunk("d")], "piped", { endless: true });
