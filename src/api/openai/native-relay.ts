@@ -18,14 +18,12 @@ import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
 import type { DetachedLeg } from "../../pd/leg.js";
 import { sseErrorEvent } from "./errors.js";
-import type { RelayEnd, RelayOptions, SseWatch } from "./sse-watch.js";
+import { CANCELLED, COMPLETED, failedWith, type RelayEnding, type RelayOptions, type SseWatch } from "./sse-watch.js";
 
 /** Bytes per look at the copy: a 256-token completion stream is about 55 KiB, so 4 looks. */
 export const WATCH_BATCH = 16384;
 
 const encoder = new TextEncoder();
-
-type Ending = "completed" | "failed" | "cancelled";
 
 export class NativeRelay {
   private readonly toClient = identityPipe();
@@ -87,7 +85,7 @@ export class NativeRelay {
   /** The client left before the pipe started: nothing to relay. */
   private goneAlready(): ReadableStream<Uint8Array> {
     this.leg.body.cancel().catch(() => undefined);
-    this.finish("cancelled", CANCELLED);
+    this.finish(CANCELLED);
     return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   }
 
@@ -120,12 +118,12 @@ export class NativeRelay {
     const fragment = this.watch.holding;
     const last = this.watch.close();
     if (!last.error) {
-      this.finish("completed", { outcome: "completed", status: 200 });
+      this.finish(COMPLETED);
       return this.toClient.writable.close().catch(() => undefined);
     }
     if (this.clientLeft) return this.cancelled(); // the watch was stopped short of [DONE]
     // A blank line first ends a half-sent event, so the error is an event of its own.
-    this.finish("failed", failure(last.error.error));
+    this.finish(failedWith(last.error.error));
     const writer = this.toClient.writable.getWriter();
     await writer.write(encoder.encode((fragment ? "\n\n" : "") + sseErrorEvent(last.error.error))).catch(() => undefined);
     await writer.close().catch(() => undefined);
@@ -139,34 +137,28 @@ export class NativeRelay {
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
     await watching;
-    if (this.inBandError) return this.finish("failed", failure(this.inBandError));
-    if (cancelled) return this.finish("cancelled", CANCELLED);
-    this.finish("failed", failure(this.watch.brokenStream(errorText(this.broke ?? err))));
+    if (this.inBandError) return this.finish(failedWith(this.inBandError));
+    if (cancelled) return this.finish(CANCELLED);
+    this.finish(failedWith(this.watch.brokenStream(errorText(this.broke ?? err))));
   }
 
   /** A failed stream whose end the client already has (vLLM's error event, or a broken body). */
   private endWith(err: GatewayError): Promise<void> {
-    this.finish("failed", failure(err));
+    this.finish(failedWith(err));
     return this.toClient.writable.close().catch(() => undefined);
   }
 
   private cancelled(): Promise<void> {
-    this.finish("cancelled", CANCELLED);
+    this.finish(CANCELLED);
     return this.toClient.writable.close().catch(() => undefined);
   }
 
-  private finish(how: Ending, end: Omit<RelayEnd, "stats">): void {
+  private finish(end: RelayEnding): void {
     if (this.over) return;
     this.over = true;
     for (const s of this.signals) s.removeEventListener("abort", this.stopWatching);
-    if (how !== "completed") this.stopWatching();
-    this.leg.end(how);
+    if (end.outcome !== "completed") this.stopWatching();
+    this.leg.end(end.outcome);
     this.watch.end(end);
   }
-}
-
-const CANCELLED = { outcome: "cancelled", status: 499, errorCode: "client_cancelled" } as const;
-
-function failure(err: GatewayError): Omit<RelayEnd, "stats"> {
-  return { outcome: "failed", status: err.status, errorCode: err.code };
 }

@@ -10,11 +10,9 @@ import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, GatewayError } from "../../core/errors.js";
 import type { DetachedLeg } from "../../pd/leg.js";
 import { sseErrorEvent } from "./errors.js";
-import type { RelayEnd, RelayOptions, SseWatch, WatchResult } from "./sse-watch.js";
+import { CANCELLED, COMPLETED, failedWith, type RelayEnding, type RelayOptions, type SseWatch, type WatchResult } from "./sse-watch.js";
 
 const encoder = new TextEncoder();
-
-type Ending = "completed" | "failed" | "cancelled";
 
 export class RelayLoop {
   private readonly pipe = identityPipe();
@@ -70,7 +68,7 @@ export class RelayLoop {
     const last = this.send(this.watch.close());
     if (last === false) return;
     await last;
-    this.finish("completed", { outcome: "completed", status: 200 });
+    this.finish(COMPLETED);
     await this.writer.close();
   }
 
@@ -90,20 +88,20 @@ export class RelayLoop {
 
   private cancelled(): void {
     this.writer.close().catch(() => undefined); // a reader still there (the runtime's) sees the body end
-    this.finish("cancelled", { outcome: "cancelled", status: 499, errorCode: "client_cancelled" });
+    this.finish(CANCELLED);
   }
 
   private async fail(err: GatewayError, before = ""): Promise<void> {
-    this.finish("failed", { outcome: "failed", status: err.status, errorCode: err.code });
+    this.finish(failedWith(err));
     await this.writer.write(encoder.encode(before + sseErrorEvent(err)));
     await this.writer.close();
   }
 
-  private finish(how: Ending, end: Omit<RelayEnd, "stats">): void {
+  private finish(end: RelayEnding): void {
     if (this.over) return;
     this.over = true;
-    if (how !== "completed") this.reader.cancel().catch(() => undefined);
-    this.leg.end(how);
+    if (end.outcome !== "completed") this.reader.cancel().catch(() => undefined);
+    this.leg.end(end.outcome);
     this.watch.end(end);
   }
 }

@@ -13,6 +13,9 @@
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
 // members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
 // parsed path counts choices with output.
+//
+// Models with `sse_relay: "native"` take native-relay.ts instead: the bytes piped natively,
+// watched behind the client, so in-band errors and broken bodies reach the client as they are.
 import type { DetachedLeg, LegStream } from "../../pd/leg.js";
 import { NativeRelay } from "./native-relay.js";
 import { RelayLoop } from "./relay-loop.js";

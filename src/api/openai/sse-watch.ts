@@ -21,6 +21,14 @@ export interface RelayEnd {
   stats: RelayStats;
 }
 
+/** How a relayed stream ended, before its stats are attached; the same three for every relay. */
+export type RelayEnding = Omit<RelayEnd, "stats">;
+export const COMPLETED: RelayEnding = { outcome: "completed", status: 200 };
+export const CANCELLED: RelayEnding = { outcome: "cancelled", status: 499, errorCode: "client_cancelled" };
+export function failedWith(err: GatewayError): RelayEnding {
+  return { outcome: "failed", status: err.status, errorCode: err.code };
+}
+
 export interface RelayOptions {
   /** "decode" for the PD path, "engine" for aggregated mode: the error code's prefix. */
   leg: "decode" | "engine";
@@ -61,7 +69,7 @@ export class SseWatch {
   }
 
   /** Told once, however the stream ends. */
-  end(e: Omit<RelayEnd, "stats">): void {
+  end(e: RelayEnding): void {
     if (this.ended) return;
     this.ended = true;
     this.o.onEnd({ ...e, stats: this.stats });
