@@ -47,6 +47,16 @@ export default tseslint.config(
   },
   ...LAYERS.map(layerRule),
   {
+    // The Worker imports no Node module: wrangler.toml's comment on nodejs_compat relies on it.
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ImportDeclaration[source.value=/^node:/], ImportExpression[source.value=/^node:/]", message: "src/ runs in workerd: no Node modules (wrangler.toml, compatibility_flags)." },
+      ],
+    },
+  },
+  {
     // Surfaces sit on top of everything but the app that composes them.
     files: ["src/api/**/*.ts"],
     rules: {

@@ -2,7 +2,7 @@
 // independent clients (buf curl) against `wrangler dev`; `integration` runs
 // the real Worker in workerd (vitest-pool-workers) against sim engines on 127.0.0.1, which
 // test/support/global-setup.ts starts before any test and stops after the last.
-import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({

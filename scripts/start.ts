@@ -16,6 +16,7 @@ import type { ClusterSpec, RunningCluster } from "../sim/types.js";
 import { DEFAULT_SIM_BASE_PORT, START_PORTS, clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, sortedClusterPorts } from "./local-ports.js";
 import { probeHealth } from "./gateway-health.js";
 import { readWranglerVar } from "./wrangler-config.js";
+import { requireNode22 } from "./node-version.js";
 import { describeProcesses, groupMembers, processName, stopProcessGroup, watchLaunchers } from "./processes.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -151,6 +152,7 @@ function examples(gateway: string, prefillStats: string, token: string): string 
 }
 
 async function main() {
+  requireNode22("start");
   const options = parseOptions(process.argv.slice(2));
   const gateway = `http://${HOST}:${options.gatewayPort}`;
   for (const [port, what, setting] of [

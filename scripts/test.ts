@@ -8,6 +8,7 @@
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { requireNode22 } from "./node-version.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -52,6 +53,7 @@ function run(args: string[], onLine: (line: string) => void): Promise<number> {
 }
 
 async function main(): Promise<number> {
+  requireNode22("test");
   const args = process.argv.slice(2);
   const traces: Trace[] = [];
   let connectionLogs = 0;
