@@ -2,8 +2,9 @@
 import type { RegistryNamespace } from "./routing/registry-client.js";
 
 export interface Env {
-  /** Gateway config as JSON text (see docs/configuration.md). */
-  GATEWAY_CONFIG?: string;
+  /** Gateway config (docs/configuration.md): JSON text, or an object when wrangler.toml
+   *  writes it as a TOML table. */
+  GATEWAY_CONFIG?: string | object;
   /** Workers Analytics Engine dataset for metrics. */
   METRICS?: AnalyticsEngineDataset;
   /** Data-plane API keys, comma-separated (a wrangler secret). */
