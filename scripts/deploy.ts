@@ -88,8 +88,9 @@ export async function preflight(plan: DeployPlan): Promise<{ ok: boolean; text: 
 function runWrangler(args: string[]): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [WRANGLER_BIN, ...args], { cwd: process.cwd(), stdio: "inherit" });
-    // Ctrl-C reaches wrangler directly (same process group); SIGTERM is passed on.
-    process.on("SIGTERM", () => child.kill("SIGTERM"));
+    // Ctrl-C reaches wrangler directly (same process group); SIGTERM is passed on, ahead of the
+    // exit-on-signal handler that importing wrangler (through deploy-check) installed here.
+    process.prependListener("SIGTERM", () => child.kill("SIGTERM"));
     child.on("error", reject);
     child.on("exit", (code, signal) => resolvePromise(code ?? (signal ? 1 : 0)));
   });
