@@ -1,5 +1,5 @@
 // `npm run deploy:check`: proves the Worker bundles and deploys, offline. For each environment of
-// wrangler.toml (the top level and [env.production] unless --env says otherwise) it runs
+// wrangler.toml (the top level and every [env.*] unless --env says otherwise) it runs
 // `wrangler deploy --dry-run --outdir <tmp>` (no account, no network: WRANGLER_SEND_METRICS=false),
 // then checks
 //   - wrangler exited 0 and printed no configuration warning (an unknown key, a var missing from
@@ -8,24 +8,30 @@
 //     10 MiB gzip (paid plan; no plan deploys more). Above the free plan's 3 MiB gzip it warns;
 //   - the bindings the code needs are there: METRICS (Analytics Engine dataset) and REGISTRY
 //     (Durable Object EngineRegistry, created by a migration as a SQLite class);
+//   - GATEWAY_CONFIG (JSON text or a TOML table) passes the gateway's own parser, as
+//     `npm run check-config` does: a typo fails here, not as 503 config_invalid after a deploy;
 //   - an environment named "production" does not serve the dev metrics view and does not leave
 //     the data plane open;
-//   - engine entries of GATEWAY_CONFIG that name a "binding" find it declared (vpc_services,
-//     vpc_networks or services). Reported as a warning, an error with --strict: the committed
-//     production config keeps the VPC service commented until it has a real service_id.
+//   - every engine "binding" of GATEWAY_CONFIG is declared in that environment (vpc_services,
+//     vpc_networks or services), else /health would answer 503 after the deploy.
+// Placeholders (a value written "<...>", like the template's VPC service_id) are warnings; with
+// --ready (what `npm run deploy` runs before a real deploy) they are errors.
 // It prints the sizes per environment and exits 1 on any error.
 //
-//   npm run deploy:check                      # top level + production
+//   npm run deploy:check                      # every environment
 //   npm run deploy:check -- --env production  # one environment ("" = the top level)
-//   npm run deploy:check -- --strict          # before a real deploy
+//   npm run deploy:check -- --ready           # placeholders are errors too
 //   npm run deploy:check -- --config other.toml
+// `--strict` is accepted and changes nothing: the binding check it used to turn on is always an error.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { unstable_readConfig } from "wrangler";
+import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
+import { checkGatewayConfig } from "./check-config.js";
+import { environmentLabel } from "./wrangler-config.js";
 
 export const MiB = 1024 * 1024;
 /** Workers script size limits (pd-reference 12.5; Cloudflare's Workers limits page). */
@@ -154,6 +160,16 @@ interface EngineRef {
   binding?: unknown;
 }
 
+/** The config document as written: a table's object, or the JSON text parsed (undefined if it is not JSON). */
+function rawGatewayConfig(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
 function enginesOf(gatewayConfig: unknown): EngineRef[] {
   const refs: EngineRef[] = [];
   const models = (gatewayConfig as { models?: Record<string, Record<string, unknown>> } | undefined)?.models ?? {};
@@ -167,11 +183,23 @@ function enginesOf(gatewayConfig: unknown): EngineRef[] {
   return refs;
 }
 
-/** The checks that read the resolved configuration of one environment. */
-export function checkConfig(config: ReadConfig, env: string, strict: boolean): { errors: string[]; warnings: string[] } {
+/** A value left for the operator to fill in: written "<...>" (the template's VPC service_id). */
+export const PLACEHOLDER = /^<[^<>]*>$/;
+
+/** Paths of the placeholders in a resolved environment config ([vars] aside: GATEWAY_CONFIG is checked by its parser). */
+export function placeholders(value: unknown, path = ""): { path: string; value: string }[] {
+  if (typeof value === "string") return PLACEHOLDER.test(value) ? [{ path, value }] : [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => placeholders(v, `${path}[${i}]`));
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([k, v]) => (path === "" && k === "vars" ? [] : placeholders(v, path ? `${path}.${k}` : k)));
+}
+
+/** The checks that read the resolved configuration of one environment. `ready`: placeholders
+ *  are errors (a real deploy), else warnings. */
+export function checkConfig(config: ReadConfig, env: string, ready = false): { errors: string[]; warnings: string[] } {
   const errors: string[] = [];
   const warnings: string[] = [];
-  const where = env ? `[env.${env}]` : "the top level";
+  const where = environmentLabel(env);
 
   if (!config.analytics_engine_datasets.some((d) => d.binding === "METRICS")) {
     errors.push(`${where}: no Analytics Engine binding METRICS ([[analytics_engine_datasets]] is not inherited; repeat it)`);
@@ -188,16 +216,14 @@ export function checkConfig(config: ReadConfig, env: string, strict: boolean): {
   }
 
   const vars = config.vars;
-  let gatewayConfig: unknown;
-  if (typeof vars.GATEWAY_CONFIG === "string") {
-    try {
-      gatewayConfig = JSON.parse(vars.GATEWAY_CONFIG);
-    } catch (e) {
-      errors.push(`${where}: GATEWAY_CONFIG is not JSON: ${(e as Error).message}`);
-    }
-  } else {
+  if (vars.GATEWAY_CONFIG === undefined) {
     errors.push(`${where}: no GATEWAY_CONFIG var ([vars] is not inherited; repeat it)`);
+  } else {
+    for (const problem of checkGatewayConfig(vars.GATEWAY_CONFIG, "").problems) {
+      errors.push(`${where}: ${problem.startsWith("GATEWAY_CONFIG") ? problem : `GATEWAY_CONFIG ${problem}`}`);
+    }
   }
+  const gatewayConfig = rawGatewayConfig(vars.GATEWAY_CONFIG);
 
   if (env === "production") {
     if (vars.DEV_METRICS === "on") errors.push(`${where}: DEV_METRICS = "on" would serve /admin/metrics/recent in production`);
@@ -209,38 +235,60 @@ export function checkConfig(config: ReadConfig, env: string, strict: boolean): {
   for (const engine of enginesOf(gatewayConfig)) {
     if (engine.binding === undefined) continue;
     if (typeof engine.binding !== "string" || !declared.has(engine.binding)) {
-      const msg = `${where}: GATEWAY_CONFIG ${engine.path} names binding ${JSON.stringify(engine.binding)}, which this environment does not declare (vpc_services / vpc_networks / services)`;
-      (strict ? errors : warnings).push(msg);
+      errors.push(
+        `${where}: GATEWAY_CONFIG ${engine.path} names binding ${JSON.stringify(engine.binding)}, which this environment does not declare (vpc_services / vpc_networks / services); /health would answer 503`,
+      );
     }
+  }
+
+  for (const p of placeholders(config)) {
+    const msg = `${where}: ${p.path} is a placeholder (${JSON.stringify(p.value)}): fill it in before a real deploy (docs/deploy.md)`;
+    (ready ? errors : warnings).push(msg);
   }
   return { errors, warnings };
 }
 
 export interface CheckOptions {
-  /** Errors, not warnings, for engine bindings the environment does not declare. */
-  strict?: boolean;
+  /** Placeholders are errors (before a real deploy), not warnings. */
+  ready?: boolean;
   /** Keep the dry run's output directory. */
   keepDir?: boolean;
   /** A wrangler config other than the project's wrangler.toml. */
   config?: string;
 }
 
-export async function checkEnvironment(env: string, opts: CheckOptions = {}): Promise<EnvCheck> {
-  const configPath = resolve(ROOT, opts.config ?? "wrangler.toml");
-  const outdir = mkdtempSync(join(tmpdir(), `deploy-check-${env || "top"}-`));
-  const args = ["deploy", "--dry-run", "--outdir", outdir, "--config", configPath];
-  if (env) args.push("--env", env);
-  const errors: string[] = [];
-  const warnings: string[] = [];
-  let config: ReadConfig | undefined;
+export function configPathOf(opts: CheckOptions): string {
+  return resolve(ROOT, opts.config ?? "wrangler.toml");
+}
+
+/** Every environment of a wrangler config: "" (the top level), then each [env.*]. */
+export function environmentNames(configPath: string): string[] {
+  const { rawConfig } = experimental_readRawConfig({ config: configPath });
+  return ["", ...Object.keys(rawConfig.env ?? {})];
+}
+
+/** The configuration checks of one environment, without bundling: what wrangler resolves
+ *  for it, read the way `wrangler deploy --env <env>` reads it. */
+export function checkEnvironmentConfig(env: string, opts: CheckOptions = {}): { workerName: string; errors: string[]; warnings: string[] } {
+  const configPath = configPathOf(opts);
+  let config: ReadConfig;
   try {
     config = unstable_readConfig({ config: configPath, env: env || undefined }, { hideWarnings: true }) as unknown as ReadConfig;
   } catch (e) {
-    errors.push(`cannot read ${configPath}: ${e instanceof Error ? e.message : String(e)}`);
+    return { workerName: "", errors: [`cannot read ${configPath}: ${e instanceof Error ? e.message : String(e)}`], warnings: [] };
   }
+  return { workerName: config.name ?? "", ...checkConfig(config, env, opts.ready ?? false) };
+}
+
+/** The configuration checks and a dry-run bundle of one environment. */
+export async function checkEnvironment(env: string, opts: CheckOptions = {}): Promise<EnvCheck> {
+  const configPath = configPathOf(opts);
+  const outdir = mkdtempSync(join(tmpdir(), `deploy-check-${env || "top"}-`));
+  const args = ["deploy", "--dry-run", "--outdir", outdir, "--config", configPath, `--env=${env}`];
+  const { workerName, errors, warnings } = checkEnvironmentConfig(env, opts);
   try {
     const run = await runWrangler(args);
-    if (run.code !== 0) errors.push(`wrangler ${args.join(" ")} exited ${run.code}`);
+    if (run.code !== 0) errors.unshift(`wrangler ${args.join(" ")} exited ${run.code}`);
     for (const w of configWarnings(run.output)) errors.push(`wrangler configuration warning: ${w}`);
     const sizes = run.code === 0 ? measure(outdir) : { rawBytes: 0, gzipBytes: 0 };
     const reported = parseTotalUpload(run.output);
@@ -250,14 +298,9 @@ export async function checkEnvironment(env: string, opts: CheckOptions = {}): Pr
     if (raw > LIMITS.uncompressed) errors.push(`bundle is ${fmt(raw)} uncompressed, above the ${fmt(LIMITS.uncompressed)} Workers limit`);
     if (gz > LIMITS.gzipPaid) errors.push(`bundle is ${fmt(gz)} gzip, above the paid plan's ${fmt(LIMITS.gzipPaid)}`);
     else if (gz > LIMITS.gzipFree) warnings.push(`bundle is ${fmt(gz)} gzip, above the free plan's ${fmt(LIMITS.gzipFree)} (a paid plan deploys it)`);
-    if (config) {
-      const checked = checkConfig(config, env, opts.strict ?? false);
-      errors.push(...checked.errors);
-      warnings.push(...checked.warnings);
-    }
     return {
       env,
-      workerName: config?.name ?? "",
+      workerName,
       rawBytes: sizes.rawBytes,
       gzipBytes: sizes.gzipBytes,
       ...(reported ? { wranglerReported: reported } : {}),
@@ -293,25 +336,29 @@ export function report(results: EnvCheck[]): string {
   return lines.join("\n");
 }
 
+const USAGE = "usage: deploy-check [--env <name>]... [--config <wrangler.toml>] [--ready] [--keep]";
+
 async function main(argv: string[]): Promise<number> {
   const envs: string[] = [];
-  let strict = false;
+  let ready = false;
   let keepDir = false;
   let config: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--env" || a === "-e") envs.push(argv[++i] ?? "");
     else if (a?.startsWith("--env=")) envs.push(a.slice("--env=".length));
-    else if (a === "--strict") strict = true;
+    else if (a === "--ready") ready = true;
+    else if (a === "--strict") continue; // the binding check it turned on is always an error now
     else if (a === "--keep") keepDir = true;
     else if (a === "--config" || a === "-c") config = argv[++i];
     else {
-      console.error(`deploy-check: unknown argument ${a}\nusage: deploy-check [--env <name>]... [--config <wrangler.toml>] [--strict] [--keep]`);
+      console.error(`deploy-check: unknown argument ${a}\n${USAGE}`);
       return 2;
     }
   }
-  const targets = envs.length > 0 ? envs : ["", "production"];
-  const results = await Promise.all(targets.map((env) => checkEnvironment(env, { strict, keepDir, ...(config ? { config } : {}) })));
+  const opts: CheckOptions = { ready, keepDir, ...(config ? { config } : {}) };
+  const targets = envs.length > 0 ? envs : environmentNames(configPathOf(opts));
+  const results = await Promise.all(targets.map((env) => checkEnvironment(env, opts)));
   console.log(report(results));
   const failed = results.filter((r) => r.errors.length > 0);
   for (const r of failed) {

@@ -26,3 +26,31 @@ export async function readWranglerVar(configPath: string, name: string): Promise
   const value = JSON.parse(stdout) as unknown;
   return value === null ? undefined : value;
 }
+
+/** A var's value in one environment of a wrangler config. */
+export interface EnvironmentVar {
+  /** "" = the top level; else the name of its [env.<name>]. */
+  env: string;
+  /** A string, a TOML table's object, ...; undefined when that environment does not set it. */
+  value: unknown;
+}
+
+/** The part of wrangler's raw config (experimental_readRawConfig) that holds vars. */
+export interface RawVars {
+  vars?: Record<string, unknown>;
+  env?: Record<string, { vars?: Record<string, unknown> } | undefined>;
+}
+
+/** The var in every environment, the top level first. [vars] is not inherited, so each
+ *  environment's own value is what a deploy of it binds. */
+export function varByEnv(raw: RawVars, name: string): EnvironmentVar[] {
+  return [
+    { env: "", value: raw.vars?.[name] },
+    ...Object.entries(raw.env ?? {}).map(([env, section]) => ({ env, value: section?.vars?.[name] })),
+  ];
+}
+
+/** How an environment is named in messages: "the top level" or "[env.<name>]". */
+export function environmentLabel(env: string): string {
+  return env ? `[env.${env}]` : "the top level";
+}

@@ -3,7 +3,10 @@
 // into worker-configuration.d.ts as Cloudflare.Env; test/unit/worker-types-fresh.test.ts fails
 // when wrangler.toml changes and it is not rerun. Each binding is optional here because the
 // gateway runs without it (docs/configuration.md), and tests pass partial envs.
-export interface Env extends Partial<Cloudflare.Env> {
+export interface Env extends Omit<Partial<Cloudflare.Env>, "GATEWAY_CONFIG"> {
+  /** Gateway config (docs/configuration.md): JSON text, or an object when wrangler.toml
+   *  writes it as a TOML table. */
+  GATEWAY_CONFIG?: string | object;
   /** Secret (`wrangler secret put ADMIN_TOKEN`): bearer token of the admin API, which is off
    *  (404) while it is unset. Optional in production, so not in [env.production.secrets]. */
   ADMIN_TOKEN?: string;

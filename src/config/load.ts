@@ -1,5 +1,6 @@
-// Parses GATEWAY_CONFIG once per isolate (keyed by the text, so a changed var re-parses) and
-// turns zod issues into one message that names each bad field.
+// Parses GATEWAY_CONFIG once per isolate (keyed by its value, so a changed var re-parses) and
+// turns zod issues into one message that names each bad field. The var is JSON text, or an
+// object when wrangler.toml writes it as a TOML table (wrangler then binds it as JSON).
 import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource } from "./schema.js";
 import type * as z from "zod";
 
@@ -31,24 +32,27 @@ export interface LoadedModel {
   sse_relay: "inspect" | "native";
 }
 
-let cached: { text: string; config: LoadedConfig } | undefined;
+/** GATEWAY_CONFIG as the runtime hands it over: JSON text, or a TOML table's object. */
+export type GatewayConfigVar = string | object | undefined;
 
-export function loadConfig(text: string | undefined): LoadedConfig {
-  if (cached && cached.text === text) return cached.config;
-  const config = parseConfig(text);
-  cached = { text: text ?? "", config };
+/** `value` is the var as given (a string compares by content, an object by identity); `text`
+ *  is its JSON, so an equal object handed over anew still hits. */
+let cached: { value: unknown; text: string; config: LoadedConfig } | undefined;
+
+export function loadConfig(value: GatewayConfigVar): LoadedConfig {
+  if (cached && cached.value === value) return cached.config;
+  const text = typeof value === "object" && value !== null ? JSON.stringify(value) : undefined;
+  if (cached && text !== undefined && cached.text === text) {
+    cached.value = value;
+    return cached.config;
+  }
+  const config = parseConfig(value);
+  cached = { value, text: text ?? String(value ?? ""), config };
   return config;
 }
 
-export function parseConfig(text: string | undefined): LoadedConfig {
-  if (text === undefined || text.trim() === "") throw new ConfigError("GATEWAY_CONFIG is not set");
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`GATEWAY_CONFIG is not valid JSON: ${(err as Error).message}`);
-  }
-  const parsed = gatewayConfigSchema.safeParse(raw);
+export function parseConfig(value: GatewayConfigVar): LoadedConfig {
+  const parsed = gatewayConfigSchema.safeParse(rawConfig(value));
   if (!parsed.success) throw new ConfigError(`GATEWAY_CONFIG: ${describeIssues(parsed.error)}`, issueList(parsed.error));
   const models: Record<string, LoadedModel> = {};
   for (const [model, pools] of Object.entries(parsed.data.models)) {
@@ -68,6 +72,18 @@ export function parseConfig(text: string | undefined): LoadedConfig {
     };
   }
   return { ...parsed.data, models };
+}
+
+/** The config document: the object itself, or the JSON text parsed. */
+function rawConfig(value: unknown): unknown {
+  if (value === undefined || value === null || (typeof value === "string" && value.trim() === "")) throw new ConfigError("GATEWAY_CONFIG is not set");
+  if (typeof value === "object") return value;
+  if (typeof value !== "string") throw new ConfigError(`GATEWAY_CONFIG must be JSON text or a table, not a ${typeof value}`);
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new ConfigError(`GATEWAY_CONFIG is not valid JSON: ${(err as Error).message}`);
+  }
 }
 
 export function describeIssues(error: z.ZodError): string {

@@ -11,8 +11,11 @@ function build() {
 
   const engineSchema = z
     .object({
+      /** Name in metrics, logs and the admin API (default "<model>/<role>-<i>"). */
       name: z.string().min(1).optional(),
+      /** http(s)://host:port of the engine (or of its gRPC-web/Connect proxy). */
       url: z.url({ protocol: /^https?$/ }),
+      /** "connect" or "grpc-web" (VllmEngine), or "openai-http" (a `vllm serve` OpenAI server). */
       transport: transportSchema.default("connect"),
       /** A Worker binding (a Workers VPC service, wrangler.toml vpc_services) that every request
        *  to this engine goes through, for engines on a private network; `url` is then the
@@ -20,11 +23,15 @@ function build() {
       binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "must be a binding name (letters, digits, _)" }).optional(),
       /** Overrides the discovered connector ("NixlConnector", "MooncakeConnector", "" = none). */
       kv_connector: z.string().optional(),
+      /** Base kv_transfer_config.engine_id (Mooncake); overrides discovery. */
       kv_engine_id: z.string().optional(),
+      /** Pins requests to this data-parallel rank (data_parallel_rank). */
       dp_rank: z.number().int().min(0).optional(),
+      /** Data-parallel size of the engine; overrides discovery (default 1). */
       dp_size: z.number().int().min(1).optional(),
       /** Mooncake bootstrap port of a prefill engine (default 8998). */
       bootstrap_port: z.number().int().min(1).max(65535).optional(),
+      /** Free-form string labels. */
       labels: z.record(z.string(), z.string()).default({}),
     })
     .strict();
@@ -70,8 +77,11 @@ function build() {
         })
         .strict()
         .default({ prefill: "round_robin", decode: "round_robin", regular: "round_robin" }),
+      /** Prefill engines (with decode engines: the model is served with PD). */
       prefill: z.array(engineSchema).default([]),
+      /** Decode engines. */
       decode: z.array(engineSchema).default([]),
+      /** Encode engines; their presence keeps the prefill leg for fan-out requests. */
       encode: z.array(engineSchema).default([]),
       /** Engines that serve whole requests (aggregated, non-PD). */
       regular: z.array(engineSchema).default([]),
@@ -89,7 +99,12 @@ function build() {
 
   const gatewayConfigSchema = z
     .object({
+      /** The JSON Schema an editor validates the document with (schema/gateway-config.schema.json);
+       *  ignored by the gateway. */
+      $schema: z.string().optional(),
+      /** Model name (the OpenAI `model` field, or the `x-model` header) -> its engine pools. */
       models: z.record(z.string().min(1), modelSchema),
+      /** Request size limits and Abort limits per API key. */
       limits: z
         .object({
           /** Largest accepted request body, bytes. */
@@ -107,6 +122,7 @@ function build() {
         })
         .strict()
         .default({ max_body_bytes: 4 * 1024 * 1024, max_n: 16, max_header_bytes: 16 * 1024, max_concurrent_aborts_per_key: 2, abort_ids_per_second_per_key: 256 }),
+      /** Timeouts and caches of the PD pipeline. */
       pd: z
         .object({
           /** Cap on the deferred decode abort (ms); kept below the 30 s waitUntil budget. */
@@ -133,12 +149,17 @@ function build() {
       /** Active health checks (upstream defaults). */
       health: z
         .object({
+          /** Seconds between probe rounds (the registry's alarm; below a minute works). */
           interval_secs: z.number().int().min(1).default(60),
+          /** A probe that takes longer fails. */
           timeout_secs: z.number().int().min(1).default(5),
+          /** Consecutive successes that make a pending or not_ready engine ready. */
           success_threshold: z.number().int().min(1).default(2),
+          /** Consecutive failures that make a ready (or pending) engine not_ready. */
           failure_threshold: z.number().int().min(1).default(3),
           /** Path probed on openai-http engines (VllmEngine engines get the HealthCheck RPC). */
           endpoint: z.string().startsWith("/").default("/health"),
+          /** Probe nothing; every engine counts as routable as far as health goes. */
           disabled: z.boolean().default(false),
         })
         .strict()
@@ -146,9 +167,13 @@ function build() {
       /** Circuit breaker per engine (upstream router defaults). */
       breaker: z
         .object({
+          /** Consecutive failures that open a closed breaker. */
           failure_threshold: z.number().int().min(1).default(10),
+          /** Consecutive successes that close a half-open breaker. */
           success_threshold: z.number().int().min(1).default(3),
+          /** An open breaker turns half-open this long after it opened. */
           timeout_secs: z.number().min(0).default(60),
+          /** Breakers never open. */
           disabled: z.boolean().default(false),
         })
         .strict()
@@ -158,15 +183,20 @@ function build() {
         .object({
           /** Total attempts, including the first. */
           max_retries: z.number().int().min(1).max(20).default(5),
+          /** Wait before the first retry. */
           initial_backoff_ms: z.number().int().min(0).default(50),
+          /** Cap on one wait. */
           max_backoff_ms: z.number().int().min(0).default(30_000),
+          /** Each wait is the previous one times this. */
           backoff_multiplier: z.number().min(1).default(1.5),
+          /** Each wait varies by up to +- this fraction. */
           jitter_factor: z.number().min(0).max(1).default(0.2),
           /** Budget for all backoff sleeps of one request. */
           max_total_backoff_ms: z.number().int().min(0).default(5_000),
           /** Engine statuses that mean "full": retried on another engine, never a breaker
            *  success or failure (upstream capacity pushback). */
           capacity_status_codes: z.array(z.number().int().min(400).max(599)).default([429]),
+          /** One attempt only. */
           disabled: z.boolean().default(false),
         })
         .strict()
@@ -184,7 +214,9 @@ function build() {
       /** GetLoads polling for power_of_two. */
       loads: z
         .object({
+          /** Poll engines' GetLoads instead of counting in-flight requests per isolate. */
           enabled: z.boolean().default(false),
+          /** How long a GetLoads answer is used. */
           ttl_ms: z.number().int().min(100).default(10_000),
         })
         .strict()
@@ -203,10 +235,12 @@ function build() {
         .object({
           /** Exact origins ("https://app.example.com") or "*"; empty = no CORS headers. */
           allowed_origins: z.array(z.string().min(1)).default([]),
+          /** Preflight cache time. */
           max_age_secs: z.number().int().min(0).default(600),
         })
         .strict()
         .default({ allowed_origins: [], max_age_secs: 600 }),
+      /** Switches for benchmarks and tests. */
       debug: z
         .object({
           /** Honour the `x-pd-override` request header (benchmarks and tests only). */
@@ -223,6 +257,9 @@ function build() {
 type Schemas = ReturnType<typeof build>;
 let built: Schemas | undefined;
 const schemas = (): Schemas => (built ??= build());
+/** The real schema objects, not their stand-ins: for tools that key on identity (the JSON
+ *  Schema generator, scripts/config-json-schema.ts). */
+export const configSchemas = schemas;
 
 /** A stand-in for the schema `pick` returns, forwarding everything to it. */
 function lazySchema<K extends keyof Schemas>(key: K): Schemas[K] {

@@ -5,7 +5,7 @@
 // health.interval_secs (alarms, unlike cron, go below a minute); the Worker's cron trigger
 // only makes sure that alarm is alive.
 import { DurableObject } from "cloudflare:workers";
-import { parseConfig } from "../config/load.js";
+import { parseConfig, type GatewayConfigVar } from "../config/load.js";
 import { gatewayConfigSchema } from "../config/schema.js";
 import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
@@ -39,7 +39,7 @@ const configDefaults = () => (defaults ??= gatewayConfigSchema.parse({ models: {
 
 /** The bindings the registry object reads (a subset of the Worker's Env). */
 export interface RegistryEnv {
-  GATEWAY_CONFIG?: string;
+  GATEWAY_CONFIG?: GatewayConfigVar;
 }
 
 export class EngineRegistry extends DurableObject<RegistryEnv> {

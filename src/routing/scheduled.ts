@@ -3,11 +3,11 @@
 // go below a minute); the cron is the watchdog that starts it after a deploy and revives it
 // should it ever lapse. A run the alarm made recently is not repeated (runIsDue).
 import type { RegistryNamespace } from "./registry-client.js";
-import { ConfigError, loadConfig } from "../config/load.js";
+import { ConfigError, loadConfig, type GatewayConfigVar } from "../config/load.js";
 import { registryStub } from "./registry-client.js";
 import type { HealthRunReport } from "./registry-types.js";
 
-export async function scheduledHealthChecks(env: { GATEWAY_CONFIG?: string; REGISTRY?: RegistryNamespace }): Promise<HealthRunReport | undefined> {
+export async function scheduledHealthChecks(env: { GATEWAY_CONFIG?: GatewayConfigVar; REGISTRY?: RegistryNamespace }): Promise<HealthRunReport | undefined> {
   if (!env.REGISTRY) return undefined;
   let config;
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "../../src/config/load.js";
+import { ConfigError, loadConfig, parseConfig } from "../../src/config/load.js";
 
 describe("parseConfig", () => {
   it("applies defaults and names engines", () => {
@@ -34,5 +34,30 @@ describe("parseConfig", () => {
     const sha = "AB".repeat(32);
     const c = parseConfig(JSON.stringify({ models: { m: { regular: [{ url: "http://127.0.0.1:1" }], tokenizer: { url: "https://models.test/t.zip", sha256: sha } } } }));
     expect(c.models.m!.tokenizer).toEqual({ url: "https://models.test/t.zip", sha256: "ab".repeat(32) });
+  });
+
+  it("takes the config as an object too (GATEWAY_CONFIG written as a TOML table), with the same checks", () => {
+    const table = { models: { m: { regular: [{ url: "http://127.0.0.1:1" }] } }, limits: { max_n: 4 } };
+    const c = parseConfig(table);
+    expect(c.models.m!.regular[0]!.name).toBe("m/regular-0");
+    expect(c.limits.max_n).toBe(4);
+    expect(() => parseConfig({ models: { m: { regular: [{ urll: "http://127.0.0.1:1" }] } } })).toThrow(/models\.m\.regular\.0/);
+    expect(() => parseConfig({ models: { m: { regular: [{ urll: "http://127.0.0.1:1" }] } } })).toThrow(ConfigError);
+    expect(() => parseConfig(42 as unknown as string)).toThrow(/JSON text or a table, not a number/);
+  });
+});
+
+describe("loadConfig", () => {
+  it("parses a value once: the same string, the same object, or an equal object handed over anew", () => {
+    const text = JSON.stringify({ models: { cache: { regular: [{ url: "http://127.0.0.1:1" }] } } });
+    const first = loadConfig(text);
+    expect(loadConfig(text)).toBe(first);
+    const table = JSON.parse(text) as object;
+    const fromTable = loadConfig(table);
+    expect(loadConfig(table)).toBe(fromTable);
+    expect(loadConfig(JSON.parse(text) as object)).toBe(fromTable);
+    const changed = loadConfig({ models: { other: {} } });
+    expect(changed).not.toBe(fromTable);
+    expect(Object.keys(changed.models)).toEqual(["other"]);
   });
 });
