@@ -2,20 +2,24 @@
 // sim) on free ports, runs every README example that talks to it (curl, buf curl, the OpenAI
 // SDK snippet) and checks each answered as the README says, then sends SIGTERM to the top
 // process (npm) and checks that every process it started is gone and no port is left
-// listening. The examples are read from README.md itself; EXPECTATIONS below says what each
+// listening, and that the admin token showed on no process's command line. The examples are read from README.md itself; EXPECTATIONS below says what each
 // must answer, and the run fails when the README has an example this list does not know, or
 // the list has an entry the README no longer shows. Bounded (SMOKE_DEADLINE_MS); exits non-zero
 // on any failure.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "./wrangler-dev.js";
-import { describeProcesses, descendantsOf, isRunning, processName, type ProcessInfo } from "./processes.js";
+import { describeProcesses, descendantsOf, isRunning, listProcesses, processName, type ProcessInfo } from "./processes.js";
+import { clusterPorts } from "./local-ports.js";
+import type { ClusterSpec } from "../sim/types.js";
 
-/** The admin token the smoke run starts the gateway with, and the README examples read from $ADMIN_TOKEN. */
-const SMOKE_ADMIN_TOKEN = "smoke-admin-token";
+/** The admin token the smoke run starts the gateway with, and the README examples read from
+ *  $ADMIN_TOKEN. Unique per run, so finding it on a command line means this run put it there. */
+const SMOKE_ADMIN_TOKEN = `smoke-${randomBytes(8).toString("hex")}`;
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const HOST = "127.0.0.1";
 const SMOKE_DEADLINE_MS = 110_000;
@@ -26,7 +30,7 @@ const SHUTDOWN_LIMIT_MS = 5_000;
 const README_GATEWAY = "127.0.0.1:8787";
 const README_SIM_BASE = 18100;
 /** Offsets of the default cluster's ports from its base (sim/default-cluster.json). */
-const SIM_PORT_OFFSETS = [0, 1, 10, 11, 100, 101];
+const SIM_PORT_OFFSETS = clusterPorts(JSON.parse(readFileSync(join(ROOT, "sim/default-cluster.json"), "utf8")) as ClusterSpec).map((p) => p - README_SIM_BASE);
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
@@ -249,7 +253,7 @@ async function main(): Promise<number> {
   const gatewayPort = await freePort();
   const inspectorPort = await freePort();
   const simBase = await freeSimBase();
-  log(`npm start (gateway ${gatewayPort}, inspector ${inspectorPort}, sim ${simBase}-${simBase + 101}) ...`);
+  log(`npm start (gateway ${gatewayPort}, inspector ${inspectorPort}, sim ${simBase}-${simBase + Math.max(...SIM_PORT_OFFSETS)}) ...`);
   let output = "";
   const npmStart: ChildProcess = spawn("npm", ["start"], {
     cwd: ROOT,
@@ -296,7 +300,10 @@ async function main(): Promise<number> {
   snapshot();
   const token = /admin token: (\S+)/.exec(output)?.[1];
   if (!token) fail("npm start did not print the admin token");
-  log(`up; admin token printed; processes: ${describeProcesses(seen)}`);
+  // What `ps -eo args` shows every user of the machine: /proc/<pid>/cmdline of every process.
+  const showing = listProcesses().filter((p) => p.cmdline.includes(SMOKE_ADMIN_TOKEN));
+  if (showing.length > 0) fail(`the admin token is on the command line of ${describeProcesses(showing)}`);
+  log(`up; admin token printed${showing.length === 0 ? ", on no command line" : ""}; processes: ${describeProcesses(seen)}`);
 
   // 3. Every README example.
   const hasJq = (await run("jq", ["--version"], 5_000)).code === 0;

@@ -2,7 +2,8 @@
 // pointed at it. Waits until both answer, prints copy-paste examples and the local admin
 // token, and stops everything it started (wrangler, its workerd and esbuild processes, the
 // sim engines) on SIGINT, SIGTERM or SIGHUP, or when the npm process that launched it exits.
-// No account and no network needed. `npm start -- --help` lists the port settings.
+// No account and no network needed. `npm start -- --help` lists every port it uses;
+// `npm start -- --instance 2` runs a second gateway and cluster next to the first.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -13,7 +14,8 @@ import { fileURLToPath } from "node:url";
 import { startCluster } from "../sim/cluster.js";
 import { startControlServer } from "../sim/control.js";
 import type { ClusterSpec, RunningCluster } from "../sim/types.js";
-import { DEFAULT_SIM_BASE_PORT, START_PORTS, clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, sortedClusterPorts } from "./local-ports.js";
+import { DEFAULT_SIM_BASE_PORT, INSTANCE, START_PORTS, clusterPorts, describePorts, localPorts, moveClusterPorts, moveConfigEngineUrls, sortedClusterPorts, type LocalPorts } from "./local-ports.js";
+import { writeDevSecrets, type DevSecretsFile } from "./dev-secrets.js";
 import { probeHealth } from "./gateway-health.js";
 import { readWranglerVar } from "./wrangler-config.js";
 import { requireNode22 } from "./node-version.js";
@@ -23,20 +25,34 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const HOST = "127.0.0.1";
 const READY_TIMEOUT_MS = 90_000;
 
-const HELP = `usage: npm start [-- OPTIONS]
+const DEFAULT_CLUSTER = join(ROOT, "sim/default-cluster.json");
 
-  --port N              ${START_PORTS.gateway.what}; env GATEWAY_PORT (default 8787)
-  --inspector-port N    ${START_PORTS.inspector.what}; env INSPECTOR_PORT (default 9229)
+function help(ports: LocalPorts): string {
+  const cluster = JSON.parse(readFileSync(DEFAULT_CLUSTER, "utf8")) as ClusterSpec;
+  return `usage: npm start [-- OPTIONS]
+
+  --instance N          run instance N (1-${INSTANCE.max}) next to the others: every default port moves,
+                        the gateway and inspector by N-1, the sim engines by 1000 x (N-1);
+                        env ${INSTANCE.env} (default 1). The port options below override it.
+  --port N              ${START_PORTS.gateway.what}; env ${START_PORTS.gateway.env} (default 8787)
+  --inspector-port N    ${START_PORTS.inspector.what}; env ${START_PORTS.inspector.env} (default 9229)
   --sim-base-port N     ${START_PORTS.simBase.what};
-                        env SIM_BASE_PORT (default ${DEFAULT_SIM_BASE_PORT})
-  --sim-control-port N  ${START_PORTS.simControl.what}; env SIM_CONTROL_PORT
+                        env ${START_PORTS.simBase.env} (default ${DEFAULT_SIM_BASE_PORT})
+  --sim-control-port N  ${START_PORTS.simControl.what}; env ${START_PORTS.simControl.env}
   --persist-to DIR      local Durable Object state; env GATEWAY_STATE_DIR
                         (default .wrangler/state-<gateway port>, one per gateway)
 
+Ports of this run (instance ${ports.instance}${ports.instance === 1 ? ", the defaults" : ""}; wrangler also listens on a few random
+loopback ports of its own):
+${describePorts(ports, cluster)}
+
 The admin API token is ADMIN_TOKEN from the environment, else from .dev.vars, else a random
-one for this run; it is printed once the gateway is up.`;
+one for this run; it is printed once the gateway is up. It reaches wrangler in a private
+temporary file (--env-file), not on its command line.`;
+}
 
 interface StartOptions {
+  ports: LocalPorts;
   gatewayPort: number;
   inspectorPort: number;
   simBasePort: number;
@@ -45,33 +61,35 @@ interface StartOptions {
 }
 
 function parseOptions(argv: string[]): StartOptions {
-  const known = new Set([...Object.values(START_PORTS).map((s) => s.flag), "--persist-to"]);
+  const known = new Set([...Object.values(START_PORTS).map((s) => s.flag), INSTANCE.flag, "--persist-to"]);
   let persistTo = process.env.GATEWAY_STATE_DIR || undefined;
+  const ports = localPorts(argv);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--help" || a === "-h") {
-      console.log(HELP);
+      console.log(help(ports));
       process.exit(0);
     }
     const flag = a.split("=")[0]!;
-    if (!known.has(flag)) throw new Error(`unknown option ${a}\n\n${HELP}`);
+    if (!known.has(flag)) throw new Error(`unknown option ${a}\n\n${help(ports)}`);
     if (flag === "--persist-to") {
       persistTo = a.includes("=") ? a.slice(a.indexOf("=") + 1) : argv[i + 1];
       if (!persistTo) throw new Error("--persist-to: expected a directory");
     }
     if (!a.includes("=")) i++;
   }
-  const gatewayPort = portSetting(START_PORTS.gateway, argv)!;
   return {
-    gatewayPort,
-    inspectorPort: portSetting(START_PORTS.inspector, argv)!,
-    simBasePort: portSetting(START_PORTS.simBase, argv)!,
-    simControlPort: portSetting(START_PORTS.simControl, argv),
-    persistTo: persistTo ?? join(ROOT, ".wrangler", `state-${gatewayPort}`),
+    ports,
+    gatewayPort: ports.gateway,
+    inspectorPort: ports.inspector,
+    simBasePort: ports.simBase,
+    simControlPort: ports.simControl,
+    persistTo: persistTo ?? join(ROOT, ".wrangler", `state-${ports.gateway}`),
   };
 }
 
-/** ADMIN_TOKEN for this run and where it came from. Never written to a file. */
+/** ADMIN_TOKEN for this run and where it came from. Written only to the private file for
+ *  wrangler (dev-secrets.ts), removed when this script stops. */
 function adminToken(): { token: string; source: string } {
   if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: "ADMIN_TOKEN from the environment" };
   const devVars = join(ROOT, ".dev.vars");
@@ -151,26 +169,60 @@ function examples(gateway: string, prefillStats: string, token: string): string 
 `;
 }
 
+interface RunPort {
+  port: number;
+  what: string;
+}
+
+/** Every fixed port a run listens on: gateway, inspector, each sim engine's, the control server. */
+function runPorts(ports: LocalPorts, defaultSpec: ClusterSpec): RunPort[] {
+  const engines = moveClusterPorts(defaultSpec, ports.simBase).engines.flatMap((e) =>
+    [
+      { port: e.port, what: `sim engine ${e.name}` },
+      { port: e.grpcPort, what: `sim engine ${e.name} (gRPC)` },
+      { port: e.bootstrapPort, what: `sim engine ${e.name} (bootstrap)` },
+    ].filter((p): p is RunPort => p.port !== undefined && p.port !== 0),
+  );
+  const control = ports.simControl === undefined ? [] : [{ port: ports.simControl, what: "the sim control server" }];
+  return [{ port: ports.gateway, what: "the gateway" }, { port: ports.inspector, what: "the inspector" }, ...engines, ...control];
+}
+
+async function busyPorts(ports: RunPort[]): Promise<RunPort[]> {
+  const busy: RunPort[] = [];
+  for (const p of ports) if (!(await portIsFree(p.port))) busy.push(p);
+  return busy;
+}
+
+/** What to run instead when ports are taken: the next instance whose ports are all free. */
+async function busyMessage(busy: RunPort[], from: number, defaultSpec: ClusterSpec): Promise<string> {
+  const taken = busy.slice(0, 3).map((p) => `${p.port} (${p.what})`).join(", ") + (busy.length > 3 ? ` and ${busy.length - 3} more` : "");
+  const lines = [`ports already in use (another npm start?): ${taken}`];
+  for (let n = from + 1; n <= Math.min(INSTANCE.max, from + 10); n++) {
+    const ports = localPorts([INSTANCE.flag, String(n)], {});
+    if ((await busyPorts(runPorts(ports, defaultSpec))).length > 0) continue;
+    const sim = clusterPorts(moveClusterPorts(defaultSpec, ports.simBase));
+    lines.push(`a gateway next to it: npm start -- ${INSTANCE.flag} ${n}   (gateway ${ports.gateway}, inspector ${ports.inspector}, sim engines ${Math.min(...sim)}-${Math.max(...sim)})`);
+    break;
+  }
+  lines.push(`or choose ports with ${START_PORTS.gateway.flag}, ${START_PORTS.inspector.flag}, ${START_PORTS.simBase.flag} (npm start -- --help lists every port)`);
+  return lines.join("\n       ");
+}
+
 async function main() {
   requireNode22("start");
   const options = parseOptions(process.argv.slice(2));
   const gateway = `http://${HOST}:${options.gatewayPort}`;
-  for (const [port, what, setting] of [
-    [options.gatewayPort, "the gateway", START_PORTS.gateway],
-    [options.inspectorPort, "the inspector", START_PORTS.inspector],
-  ] as const) {
-    if (!(await portIsFree(port))) {
-      throw new Error(`port ${port} for ${what} is already in use (another npm start?); choose another with ${setting.flag} or ${setting.env}`);
-    }
-  }
+  const defaultSpec = JSON.parse(await readFile(DEFAULT_CLUSTER, "utf8")) as ClusterSpec;
+  const busy = await busyPorts(runPorts(options.ports, defaultSpec));
+  if (busy.length > 0) throw new Error(await busyMessage(busy, options.ports.instance, defaultSpec));
 
-  const defaultSpec = JSON.parse(await readFile(join(ROOT, "sim/default-cluster.json"), "utf8")) as ClusterSpec;
   const spec = moveClusterPorts(defaultSpec, options.simBasePort);
   const { token, source } = adminToken();
-  const vars: string[] = ["--var", `ADMIN_TOKEN:${token}`];
+  const vars: string[] = [];
   if (options.simBasePort !== DEFAULT_SIM_BASE_PORT) vars.push("--var", `GATEWAY_CONFIG:${await movedGatewayConfig(defaultSpec, spec)}`);
 
   // Everything below is undone by stop(), whatever has been started when it runs.
+  let secrets: DevSecretsFile | undefined;
   let cluster: RunningCluster | undefined;
   let control: { url: string; close(): Promise<void> } | undefined;
   let wrangler: ChildProcess | undefined = undefined;
@@ -193,6 +245,10 @@ async function main() {
     if (control) {
       await control.close();
       stopped.push(`sim control server ${control.url}`);
+    }
+    if (secrets) {
+      secrets.remove();
+      stopped.push("removed the admin token file");
     }
     console.log(stopped.length > 0 ? `start: stopped ${stopped.join("; ")}` : "start: nothing was running yet");
     const ports = [options.gatewayPort, options.inspectorPort, ...sortedClusterPorts(spec), ...(options.simControlPort ? [options.simControlPort] : [])];
@@ -226,6 +282,16 @@ async function main() {
 
   const stateDir = relative(ROOT, options.persistTo).startsWith("..") ? options.persistTo : relative(ROOT, options.persistTo);
   console.log(`start: wrangler dev on ${gateway} (inspector ${options.inspectorPort}, state in ${stateDir}) ...`);
+  try {
+    secrets = writeDevSecrets(ROOT, { ADMIN_TOKEN: token });
+  } catch (err) {
+    console.error(`start: ${(err as Error).message} (${source})`);
+    return stop("the admin token cannot be handed to wrangler", 1);
+  }
+  // Only wrangler's own settings, not the token (it is in the file): no telemetry, no
+  // offline stack trace from fetching the Request.cf placeholder, and env files read.
+  const wranglerEnv: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true" };
+  delete wranglerEnv.ADMIN_TOKEN;
   wrangler = spawn(
     process.execPath,
     [
@@ -238,6 +304,7 @@ async function main() {
       // replaces wrangler's "Scheduled Workers are not automatically triggered" warning with
       // a /__scheduled route that runs the cron by hand.
       "--test-scheduled",
+      ...secrets.args,
       ...vars,
     ],
     {
@@ -247,8 +314,7 @@ async function main() {
       // script, which then stops the group in order.
       detached: true,
       stdio: ["ignore", "inherit", "inherit"],
-      // No telemetry, and no offline stack trace from fetching the Request.cf placeholder.
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+      env: wranglerEnv,
     },
   );
   wrangler.once("exit", (code, signal) => void stop(`wrangler dev exited (${signal ?? `code ${code}`})`, 1));
@@ -271,7 +337,7 @@ async function main() {
 
   const simPorts = clusterPorts(spec);
   console.log(`
-vllm-edge-gateway is up at ${gateway} in front of the simulated cluster.
+vllm-edge-gateway${options.ports.instance > 1 ? ` instance ${options.ports.instance}` : ""} is up at ${gateway} in front of the simulated cluster.
 
   gateway ${gateway}   inspector ${options.inspectorPort}   sim engines ${Math.min(...simPorts)}-${Math.max(...simPorts)}${control ? `   sim control ${control.url}` : ""}
   admin token: ${token}   (${source})

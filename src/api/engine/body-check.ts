@@ -12,7 +12,7 @@ import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { reject } from "../../middleware/rejection.js";
 import { gzip } from "./compression.js";
 import { wireFormatOf, type WireFormat } from "./content-types.js";
-import { BodyTooLargeError, readBounded } from "../../core/body.js";
+import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 
 const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
@@ -20,10 +20,15 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
   const method = methodsByName.get(new URL(request.url).pathname.split("/").pop() ?? "");
   if (!method) return request;
   const format = wireFormatOf(request.headers.get("content-type"), method);
-  // Unary JSON: nothing to unframe, and Connect reports bad JSON well.
-  if (!format || (!format.enveloped && !format.binary)) return request;
-  const bytes = await readBody(request, maxBytes);
+  if (!format) return request;
+  // Unary JSON: nothing to unframe, and Connect reports bad JSON well. Only a body without a
+  // declared length is read here, so that one over the limit is drained and refused with 413
+  // (Connect's own readMaxBytes would cancel it; see core/body.ts).
+  const unaryJson = !format.enveloped && !format.binary;
+  if (unaryJson && request.headers.has("content-length")) return request;
+  const bytes = await readBody(request, unaryJson ? maxBytes : maxBytes + 5);
   if (bytes === undefined) return reject(request, 413, "body_too_large", `body: larger than ${maxBytes} bytes`);
+  if (unaryJson) return withBody(request, bytes);
   const encoding = encodingOf(request, format);
   const payloads = format.enveloped ? unframe(bytes) : [{ data: bytes, compressed: encoding !== undefined }];
   if (typeof payloads === "string") {
@@ -56,6 +61,10 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
       return reject(request, 400, "invalid_request", `body: not a valid ${method.input.typeName}: ${(err as Error).message}`);
     }
   }
+  return withBody(request, bytes);
+}
+
+function withBody(request: Request, bytes: Uint8Array): Request {
   return new Request(request.url, { method: request.method, headers: request.headers, body: bytes, signal: request.signal });
 }
 
@@ -65,11 +74,11 @@ function encodingOf(request: Request, format: WireFormat): string | undefined {
   return value && value !== "identity" ? value : undefined;
 }
 
-/** The body, at most `maxBytes` plus one envelope header; undefined when larger. */
-async function readBody(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
+/** The body, at most `limit` bytes; undefined when larger (the rest drained, within bounds). */
+async function readBody(request: Request, limit: number): Promise<Uint8Array | undefined> {
   if (!request.body) return new Uint8Array();
   try {
-    return await readBounded(request.body, maxBytes + 5);
+    return await readClientBody(request.body, limit);
   } catch (err) {
     if (err instanceof BodyTooLargeError) return undefined;
     throw err;

@@ -2,7 +2,7 @@
 // actually read), UTF-8, JSON, then the fields the gateway reads (schemas.ts). Every failure
 // is a 4xx GatewayError that names the field in `param`; the JSON text itself is kept for
 // forwarding. One read, one decode, one JSON.parse per request.
-import { BodyTooLargeError, readBounded } from "../../core/body.js";
+import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { normaliseN } from "../../pd/skip.js";
@@ -38,7 +38,7 @@ export async function readBodyText(req: Request, maxBytes: number): Promise<stri
   let bytes: Uint8Array;
   try {
     // With a declared length the runtime bounds the body to it: read it in one native call.
-    bytes = Number.isNaN(length) ? await readBounded(req.body, maxBytes) : new Uint8Array(await req.arrayBuffer());
+    bytes = Number.isNaN(length) ? await readClientBody(req.body, maxBytes) : new Uint8Array(await req.arrayBuffer());
   } catch (err) {
     if (err instanceof BodyTooLargeError) throw tooLarge(maxBytes);
     throw invalid("request body could not be read", null, "invalid_body");

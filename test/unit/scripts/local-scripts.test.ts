@@ -1,9 +1,10 @@
 // The helpers behind `npm start` / `npm run sim`: moving the default cluster's ports, pointing
-// the gateway config at the moved engines, port settings, and reading /health answers.
+// the gateway config at the moved engines, port settings and instances, the port listing of
+// `npm start -- --help`, and reading /health answers.
 import { createServer, type Server } from "node:http";
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { clusterPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, START_PORTS } from "../../../scripts/local-ports.js";
+import { clusterPorts, describePorts, localPorts, moveClusterPorts, moveConfigEngineUrls, portSetting, START_PORTS } from "../../../scripts/local-ports.js";
 import { probeHealth } from "../../../scripts/gateway-health.js";
 import type { ClusterSpec } from "../../../sim/types.js";
 
@@ -40,6 +41,43 @@ describe("portSetting", () => {
   it("names the setting of a bad value", () => {
     expect(() => portSetting(START_PORTS.simBase, [], { SIM_BASE_PORT: "abc" })).toThrow(/SIM_BASE_PORT/);
     expect(() => portSetting(START_PORTS.inspector, ["--inspector-port", "70000"], {})).toThrow(/--inspector-port/);
+  });
+});
+
+describe("localPorts", () => {
+  it.each([
+    // argv, env, expected ports
+    { argv: [], env: {}, ports: { instance: 1, gateway: 8787, inspector: 9229, simBase: 18100, simControl: undefined } },
+    { argv: ["--instance", "2"], env: {}, ports: { instance: 2, gateway: 8788, inspector: 9230, simBase: 19100, simControl: undefined } },
+    { argv: [], env: { GATEWAY_INSTANCE: "3" }, ports: { instance: 3, gateway: 8789, inspector: 9231, simBase: 20100, simControl: undefined } },
+    // A port flag or env var overrides the instance's port; the others still move.
+    { argv: ["--instance=2", "--port", "9000"], env: { SIM_BASE_PORT: "30000" }, ports: { instance: 2, gateway: 9000, inspector: 9230, simBase: 30000, simControl: undefined } },
+    { argv: ["--instance", "2", "--sim-control-port", "18999"], env: {}, ports: { instance: 2, gateway: 8788, inspector: 9230, simBase: 19100, simControl: 18999 } },
+  ])("$argv $env", ({ argv, env, ports }) => {
+    expect(localPorts(argv, env)).toEqual(ports);
+  });
+
+  it("instances do not share a port", () => {
+    const all = [1, 2, 3].flatMap((n) => {
+      const p = localPorts(["--instance", String(n)], {});
+      return [p.gateway, p.inspector, ...clusterPorts(moveClusterPorts(defaultCluster, p.simBase))];
+    });
+    expect(new Set(all).size).toBe(all.length);
+  });
+
+  it("names the setting of a bad instance", () => {
+    expect(() => localPorts(["--instance", "0"], {})).toThrow(/--instance: expected an instance number/);
+    expect(() => localPorts([], { GATEWAY_INSTANCE: "x" })).toThrow(/GATEWAY_INSTANCE/);
+    expect(() => localPorts(["--instance", "41"], {})).toThrow(/1-40/);
+  });
+});
+
+describe("describePorts (npm start -- --help)", () => {
+  it("lists the gateway, the inspector and every sim engine's ports", () => {
+    const text = describePorts(localPorts(["--instance", "2"], {}), defaultCluster);
+    for (const p of [8788, 9230, ...clusterPorts(moveClusterPorts(defaultCluster, 19100))]) expect(text).toContain(String(p));
+    for (const e of defaultCluster.engines) expect(text).toContain(e.name);
+    expect(text).toMatch(/sim control server\s+off/);
   });
 });
 
