@@ -63,12 +63,13 @@ export interface BenchResult {
 
 const run = promisify(execFile);
 
-async function pkgVersion(name: string): Promise<string> {
+/** The version of `name` as `from` resolves it (workerd sits under wrangler, not at the top). */
+async function pkgVersion(name: string, from = "node_modules"): Promise<string> {
   try {
-    const pkg = JSON.parse(await readFile(`node_modules/${name}/package.json`, "utf8")) as { version: string };
+    const pkg = JSON.parse(await readFile(`${from}/${name}/package.json`, "utf8")) as { version: string };
     return pkg.version;
   } catch {
-    return "not installed";
+    return from === "node_modules" ? "not installed" : pkgVersion(name);
   }
 }
 
@@ -85,8 +86,9 @@ export async function versions(): Promise<Versions> {
   return {
     node: process.versions.node,
     wrangler: await pkgVersion("wrangler"),
-    workerd: await pkgVersion("workerd"),
-    workerdBinary: await cmd("node_modules/@cloudflare/workerd-linux-64/bin/workerd", ["--version"]),
+    // The workerd that wrangler (and so `wrangler dev`) runs.
+    workerd: await pkgVersion("workerd", "node_modules/wrangler/node_modules"),
+    workerdBinary: await cmd("node_modules/wrangler/node_modules/@cloudflare/workerd-linux-64/bin/workerd", ["--version"]),
     portkeyGateway: await pkgVersion("@portkey-ai/gateway"),
     autocannon: await pkgVersion("autocannon"),
     gitCommit: await cmd("git", ["rev-parse", "--short", "HEAD"]),
