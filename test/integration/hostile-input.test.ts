@@ -3,8 +3,8 @@
 // 400s naming the field; continue_final_message with add_generation_prompt is vLLM's own 400;
 // a junk traceparent is dropped, not forwarded; a Connect request_id with a newline and a NaN
 // sampling float are INVALID_ARGUMENT naming the field; and a decode engine whose connection
-// dies under a non-streamed OpenAI request over VllmEngine engines is the mapped 502 naming it,
-// as over OpenAI HTTP. Nothing refused here reaches an engine.
+// dies under a non-streamed OpenAI request over VllmEngine engines is 503 UNAVAILABLE naming
+// it (not a 500), as over OpenAI HTTP it is 502. Nothing refused here reaches an engine.
 import { afterEach, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -97,16 +97,18 @@ describe("the OpenAI surface, on each engine kind", () => {
     expect(seen).toEqual([[undefined, undefined], [valid, "a=b"]]);
   });
 
-  for (const kind of ["connect", "openai-http"] as const) {
-    it(`a decode engine's connection dies under a non-streamed request (${kind} engines): 502 decode_request_failed naming it`, async () => {
-      const gw = await start(kind);
-      await cluster!.setFaults("decode", { dropConnection: true });
-      const out = await post(gw, "/v1/chat/completions", chat(""));
-      expect(out.status).toBe(502);
-      expect(out.code).toBe("decode_request_failed");
-      expect(out.error?.message).toMatch(/^Decode transport error: .* \(decode engine 'decode'\)$/);
-    });
-  }
+  it.each([
+    ["connect", 503, "decode_worker_failed_to_start", /^Decode worker failed to start: Network connection lost\. \(decode engine 'decode'\)$/],
+    ["grpc-web", 503, "decode_worker_failed_to_start", /^Decode worker failed to start: Network connection lost\. \(decode engine 'decode'\)$/],
+    ["openai-http", 502, "decode_request_failed", /^Decode transport error: Network connection lost\. \(decode engine 'decode'\)$/],
+  ] as const)("a decode engine's connection dies under a non-streamed request (%s engines): %s %s naming it", async (kind, status, code, message) => {
+    const gw = await start(kind);
+    await cluster!.setFaults("decode", { dropConnection: true });
+    const out = await post(gw, "/v1/chat/completions", chat(""));
+    expect(out.status).toBe(status);
+    expect(out.code).toBe(code);
+    expect(out.error?.message).toMatch(message);
+  });
 });
 
 describe("the VllmEngine surface (Connect)", () => {
