@@ -6,7 +6,9 @@
 // code, prefill runs per client request (prefill `generateRequests` / client requests),
 // handoffs left to expire (leases expired + handoffs still pinned), blocks pinned 2 s after
 // the last request, and engine requests left open; for the Abort flood, another tenant's
-// Generate latency with and without the flood.
+// Generate latency with and without the flood; for a hung prefill engine (issue 32, its own
+// gateway with a short deadline), how long its clients waited, how often each hung engine was
+// tried per request, and another tenant's latency on the same isolate beside it.
 // Bounded in count and time (< 3 min in all); only 127.0.0.1 is contacted. Writes
 // bench/results/faults.json, the "Faults" section of docs/benchmarks.md and the measured
 // figures in docs/operations.md ("KV handoffs per failure"). Targets are reported, never tuned.
@@ -280,7 +282,14 @@ interface Scenario {
    *  error is a miss; `report`: errors are inherent to the failure (streams cut mid-way) and
    *  only reported. */
   errorTarget: "4xx" | "none" | "report";
-  run(): Promise<{ outcome: Outcome; notes?: string[]; flood?: FloodFigures }>;
+  run(): Promise<{ outcome: Outcome; notes?: string[]; flood?: FloodFigures; expectations?: Expectation[] }>;
+}
+
+/** A target a scenario checks itself, beside the common ones finish() checks. */
+interface Expectation {
+  target: string;
+  met: boolean;
+  figure: string;
 }
 
 async function finish(s: Scenario, outcome: Outcome, notes: string[], flood: FloodFigures | undefined, log: (m: string) => void): Promise<ScenarioResult> {
@@ -557,6 +566,7 @@ async function main(): Promise<void> {
         return { outcome: all, flood };
       },
     },
+    hungPrefillScenario(tmp, log, salt),
   ];
 
   const only = ONLY;
@@ -571,8 +581,10 @@ async function main(): Promise<void> {
     log(`${s.id}: start (${s.title})`);
     const mark = gw.log().length;
     try {
-      const { outcome, notes, flood } = await s.run();
+      const { outcome, notes, flood, expectations } = await s.run();
       const r = await finish(s, outcome, notes ?? [], flood, log);
+      for (const e of expectations ?? []) log(`${s.id}:   ${e.met ? "met   " : "MISSED"} ${e.target}: ${e.figure}`);
+      r.expectations.push(...(expectations ?? []));
       r.gatewayWarnings = warnings(gw.log().slice(mark));
       for (const w of r.gatewayWarnings.slice(0, 5)) log(`${s.id}:   gateway log: ${w.count} × ${w.first.slice(0, 200)}`);
       results.push(r);
@@ -606,6 +618,125 @@ async function main(): Promise<void> {
   log(`faults: wrote bench/results/faults.json, docs/benchmarks.md (Faults), docs/operations.md (KV handoffs per failure); ${missed.length} target(s) missed`);
   for (const m of missed) log(`faults:   missed: ${m}`);
   process.exit(0);
+}
+
+// ---- a hung prefill engine (issue 32) ------------------------------------------------------
+
+/** The gateway of scenario 6 runs with these (its own wrangler dev, so no other scenario's
+ *  timeouts change): a request's deadline and the prefill leg's timeout. */
+const HUNG_DEADLINE_MS = 8_000;
+const HUNG_PREFILL_TIMEOUT_MS = 3_000;
+/** Requests of key A kept hanging at once, and how long each phase of key B runs. */
+const HUNG_CONCURRENCY = 16;
+const HUNG_PHASE_SECONDS = 6;
+
+/** Scenario 6: both prefill engines of key A's model hang (they never answer); key B's model,
+ *  on other engines, is served by the same isolate meanwhile. Its own sim process and its own
+ *  gateway (started in run()), so the other scenarios keep the default timeouts. */
+function hungPrefillScenario(tmp: string, log: (m: string) => void, salt: () => string): Scenario {
+  let sim: SimProcess | undefined;
+  // The engines' process starts in run(): refs resolve their URLs then.
+  const lazy: SimProcess = { get pid() { return sim?.pid ?? -1; }, url: (n) => sim!.url(n), grpcUrl: (n) => sim!.grpcUrl(n), stop: async () => sim?.stop() };
+  const ref = (name: string, role: "prefill" | "decode"): EngineRef => ({ name, role, sim: lazy });
+  const hung = [ref("s6h", "prefill"), ref("s6i", "prefill")];
+  return {
+    id: "6-hung-prefill",
+    title: "both prefill engines of one model hang; another tenant's model is served by the same isolate",
+    surface: "openai + connect",
+    setup: `key A: ${HUNG_CONCURRENCY} non-streamed OpenAI completions at a time to a model whose two prefill engines (openai-http) never answer, for ${HUNG_PHASE_SECONDS} s; key B: streamed Generates (max_tokens ${MAX_TOKENS}) to another model, ${TENANT_CONCURRENCY} at a time for ${HUNG_PHASE_SECONDS} s, alone, then beside A's hung requests, then alone again. A gateway of its own: retry.deadline_ms ${HUNG_DEADLINE_MS}, pd.prefill_timeout_ms ${HUNG_PREFILL_TIMEOUT_MS}, breaker.failure_threshold 10000 (breakers kept closed, so every request of A hangs)`,
+    prefill: hung[0]!, decode: [ref("s6a", "decode")], failoverPossible: false, errorTarget: "report",
+    async run() {
+      const dir = join(tmp, "hung");
+      await mkdir(dir, { recursive: true });
+      const hang = { faults: [{ hang: true }] };
+      sim = await startSim({
+        recentRequests: 5_000,
+        engines: [nixl("s6h", "prefill", hang), nixl("s6i", "prefill", { model: "m-s6h", ...hang }), nixl("s6a", "decode", { model: "m-s6h" }), nixl("s6q", "prefill"), nixl("s6b", "decode", { model: "m-s6q" })],
+      }, dir);
+      const http = (name: string, prefill: boolean) => ({ name, url: sim!.url(name), transport: "openai-http", ...(prefill ? { kv_connector: "NixlConnector" } : {}) });
+      const connect = (name: string) => ({ name, url: sim!.url(name), transport: "connect" });
+      const gw = await startWranglerDev({
+        auth: { data_plane: "api_keys" },
+        pd: { prefill_timeout_ms: HUNG_PREFILL_TIMEOUT_MS },
+        retry: { deadline_ms: HUNG_DEADLINE_MS },
+        breaker: { failure_threshold: 10_000 },
+        models: { "m-s6h": { prefill: [http("s6h", true), http("s6i", true)], decode: [http("s6a", false)] }, "m-s6q": { prefill: [connect("s6q")], decode: [connect("s6b")] } },
+      }, 120_000, { vars: { API_KEYS: [KEY_A, KEY_B].join(","), DEV_METRICS: "off" } });
+      onCleanup("wrangler dev (hung prefill)", () => gw.stop());
+      try {
+        const pid = gw.workerd().worker;
+        const base = pid === undefined ? gw.url : `http://127.0.0.1:${await entryPort(pid, "/health")}`;
+        const tenant = (o: Outcome) => pool(TENANT_MAX_REQUESTS, TENANT_CONCURRENCY, HUNG_PHASE_SECONDS * 1000, () => connectGenerate(base, "m-s6q", o, { salt: salt(), key: KEY_B }));
+        await pool(8, 4, 10_000, () => connectGenerate(base, "m-s6q", newOutcome(), { salt: salt(), key: KEY_B })); // warm-up
+        const alone = newOutcome();
+        await tenant(alone);
+        const hungA = { stop: false, seq: 0, answers: [] as { ms: number; kind: string }[] };
+        const lane = async () => {
+          while (!hungA.stop) hungA.answers.push(await hungCompletion(base, `hung${hungA.seq++}x`, salt()));
+        };
+        const lanes = Array.from({ length: HUNG_CONCURRENCY }, lane);
+        await new Promise((r) => setTimeout(r, HUNG_PREFILL_TIMEOUT_MS / 2)); // A's requests are hanging now
+        const beside = newOutcome();
+        await tenant(beside);
+        hungA.stop = true;
+        await Promise.all(lanes);
+        const again = newOutcome();
+        await tenant(again);
+        return hungFigures(hung, hungA.answers, { alone, beside, again });
+      } finally {
+        await gw.stop();
+      }
+    },
+  };
+}
+
+/** One of key A's requests to the hung model: how long until its answer, and what it was. */
+async function hungCompletion(base: string, requestId: string, salt: string): Promise<{ ms: number; kind: string }> {
+  const t0 = performance.now();
+  try {
+    const ex = await post(`${base}/v1/completions`, JSON.stringify({ model: "m-s6h", prompt: prompt(PROMPT_TOKENS, salt), max_tokens: MAX_TOKENS }), {
+      agent: agentFor("faults-hung", HUNG_CONCURRENCY + 4),
+      headers: { authorization: `Bearer ${KEY_A}`, "x-request-id": requestId },
+      timeoutMs: 5 * HUNG_DEADLINE_MS,
+    });
+    return { ms: performance.now() - t0, kind: `HTTP ${ex.status} ${String(ex.headers["x-gateway-error-code"] ?? "")}`.trim() };
+  } catch (err) {
+    return { ms: performance.now() - t0, kind: `client: ${String((err as Error).message ?? err).slice(0, 60)}` };
+  }
+}
+
+/** Scenario 6's outcome and targets: A answered within the deadline with prefill_timeout,
+ *  each hung engine tried at most once per request, B's p99 beside the hang within 2x alone. */
+async function hungFigures(hung: EngineRef[], answers: { ms: number; kind: string }[], b: { alone: Outcome; beside: Outcome; again: Outcome }) {
+  const outcome = newOutcome();
+  for (const a of answers) {
+    outcome.requests++;
+    noteError(outcome, a.kind);
+  }
+  for (const o of [b.alone, b.beside, b.again]) {
+    outcome.requests += o.requests;
+    outcome.ok += o.ok;
+    for (const [k, v] of Object.entries(o.errors)) outcome.errors[k] = (outcome.errors[k] ?? 0) + v;
+  }
+  // Engine-side ids: "<client id>.<key tag>", a retry's with "-<attempt>" after it.
+  const triesPerRequest = await Promise.all(hung.map(async (e) => {
+    const ids = ((await statsOf(e))?.recent ?? []).map((r) => (r.requestId ?? "").replace(/-\d+$/, ""));
+    return { engine: e.name, requests: ids.length, repeated: ids.length - new Set(ids).size };
+  }));
+  const slowest = Math.max(0, ...answers.map((a) => a.ms));
+  const timeouts = answers.filter((a) => a.kind === "HTTP 504 prefill_timeout").length;
+  const p99 = Math.max(latency(b.alone).totalP99Ms, latency(b.again).totalP99Ms);
+  const besideP99 = latency(b.beside).totalP99Ms;
+  const expectations: Expectation[] = [
+    { target: `every request of A answered within the deadline (${HUNG_DEADLINE_MS} ms)`, met: answers.length > 0 && slowest <= HUNG_DEADLINE_MS, figure: `${answers.length} requests, slowest ${round(slowest, 0)} ms, median ${round(median(answers.map((a) => a.ms)), 0)} ms` },
+    { target: "A's answer is 504 prefill_timeout (naming the engine)", met: timeouts === answers.length, figure: JSON.stringify(Object.fromEntries(Object.entries(outcome.errors).filter(([k]) => k.startsWith("HTTP") || k.startsWith("client")))) },
+    { target: "a hung engine tried at most once per request", met: triesPerRequest.every((t) => t.repeated === 0), figure: triesPerRequest.map((t) => `${t.engine}: ${t.requests} tries, ${t.repeated} repeated`).join("; ") },
+    { target: "the other tenant's Generate p99 beside the hang within 2x of alone", met: besideP99 <= 2 * p99, figure: `${p99} -> ${besideP99} ms (${round(besideP99 / Math.max(p99, 1e-9), 2)}x)` },
+    { target: "no errors for the other tenant", met: [b.alone, b.beside, b.again].every((o) => Object.keys(o.errors).length === 0), figure: JSON.stringify({ ...b.alone.errors, ...b.beside.errors, ...b.again.errors }) },
+  ];
+  const l = (o: Outcome) => `${latency(o).totalP50Ms}/${latency(o).totalP99Ms} ms (${o.requests})`;
+  const notes = [`Key B's Generate p50/p99 alone ${l(b.alone)}, beside ${answers.length} hung requests of A ${l(b.beside)}, alone again ${l(b.again)}. A's requests: slowest answer ${round(slowest, 0)} ms (deadline ${HUNG_DEADLINE_MS} ms; each hung prefill engine waited on for at most ${HUNG_PREFILL_TIMEOUT_MS} ms, the retry on the other one cut to what the deadline left); ${triesPerRequest.map((t) => `${t.engine} received ${t.requests}`).join(", ")}, none twice for one request.`];
+  return { outcome, notes, expectations };
 }
 
 // ---- docs ------------------------------------------------------------------------------

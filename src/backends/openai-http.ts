@@ -1,5 +1,6 @@
 // Helpers for talking to a vLLM OpenAI server (`vllm serve`): where a route lives, which
 // headers cross in each direction, and what an error body says.
+import { traceContextHeaders } from "./trace-context.js";
 
 /** Engine base URL + route. A base that already ends in /v1 (as OpenAI base URLs do) is not
  *  doubled; any other path prefix (a proxy mount) is kept. */
@@ -22,20 +23,16 @@ export function relayResponseHeaders(upstream: Headers | undefined): Headers {
   return out;
 }
 
-/** Client request headers an engine may see (trace context); the rest stay at the gateway,
- *  notably Authorization, which is the gateway's credential, not the engine's. */
-const FORWARDED_REQUEST_HEADERS = ["traceparent", "tracestate", "baggage"];
-
+/** The headers of an engine request. Of the client's, an engine sees only its trace context
+ *  (when valid: trace-context.ts); the rest stay at the gateway, notably Authorization, which
+ *  is the gateway's credential, not the engine's. */
 export function engineRequestHeaders(client: Headers, requestId: string, stream: boolean): Headers {
   const h = new Headers({
     "content-type": "application/json",
     accept: stream ? "text/event-stream" : "application/json",
     "x-request-id": requestId,
   });
-  for (const name of FORWARDED_REQUEST_HEADERS) {
-    const v = client.get(name);
-    if (v !== null) h.set(name, v);
-  }
+  for (const [name, value] of traceContextHeaders(client)) h.set(name, value);
   return h;
 }
 

@@ -16,5 +16,11 @@ export function rpcFailure(err: unknown): LegFailure {
   if (!fromEngine && DECODE_FAILURE_CODES.has(ce.code) && /parse|decode|premature|envelope|invalid|unexpected|protobuf|wire/i.test(ce.rawMessage)) {
     return new LegFailure("malformed", 502, ce.rawMessage, Code.Unavailable);
   }
+  // The runtime's own error (the connection refused, reset or lost: the engine crashed or was
+  // killed), which connect-es wraps as UNKNOWN, a 500 as if the engine had failed internally.
+  // gRPC clients report it as UNAVAILABLE (tonic does, upstream): 503 naming the engine.
+  if (!fromEngine && ce.code === Code.Unknown && ce.cause instanceof Error && !(ce.cause instanceof ConnectError)) {
+    return new LegFailure("rpc", httpStatusForCode(Code.Unavailable), ce.rawMessage, Code.Unavailable);
+  }
   return new LegFailure("rpc", httpStatusForCode(ce.code), ce.rawMessage, ce.code);
 }

@@ -198,9 +198,12 @@ function build() {
           capacity_status_codes: z.array(z.number().int().min(400).max(599)).default([429]),
           /** One attempt only. */
           disabled: z.boolean().default(false),
+          /** One request's deadline for its answer to start (ms): every attempt, backoff and
+           *  per-leg timeout of the request fits in it (docs/configuration.md, `retry`). */
+          deadline_ms: z.number().int().min(1_000).default(120_000),
         })
         .strict()
-        .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, capacity_status_codes: [429], disabled: false }),
+        .default({ max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, capacity_status_codes: [429], disabled: false, deadline_ms: 120_000 }),
       /** Engines added at run time through the admin API. */
       registry: z
         .object({

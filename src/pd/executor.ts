@@ -8,6 +8,7 @@ import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { drainPrefill, openLeg, type LegContext, type LegStream, type OpenLegOptions } from "./leg.js";
 import { decodeFailoverAllowed } from "./failover.js";
+import { legTimeoutMs } from "./deadline.js";
 import { planDecodeKv, planPd, type PdOverride, type PlanInputs } from "./plan.js";
 
 /** A client request, normalised by its surface: what the executor and the plan need. */
@@ -46,6 +47,8 @@ export interface PdTimeouts {
   prefillTimeoutMs: number;
   firstFrameTimeoutMs: number;
   deferredAbortMaxMs: number;
+  /** The request's deadline (epoch ms): each leg's timeout is cut to what is left of it. */
+  deadlineAt?: number;
 }
 
 export interface ExecutorContext extends LegContext {
@@ -107,7 +110,7 @@ async function runPd<P, F>(
   let kvWindowStart = 0;
   if (plan.prefill) {
     const t0 = now();
-    harvested = await drainPrefill(t, prefill.target, job.payload, { ...plan.prefill, requestId }, ctx, ctx.timeouts.prefillTimeoutMs);
+    harvested = await drainPrefill(t, prefill.target, job.payload, { ...plan.prefill, requestId }, ctx, legTimeoutMs(ctx.timeouts.prefillTimeoutMs, ctx.timeouts.deadlineAt, t0));
     prefillMs = now() - t0;
     kvWindowStart = now();
   } else {
@@ -179,7 +182,8 @@ async function openDecode<P, F>(
   }
 }
 
-/** The abort and timeout rules of a streamed (decode or regular) leg. */
+/** The abort and timeout rules of a streamed (decode or regular) leg starting now. */
 function streamLegOptions(ctx: ExecutorContext, handedOff: boolean): OpenLegOptions {
-  return { handedOff, deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs, firstFrameTimeoutMs: ctx.timeouts.firstFrameTimeoutMs };
+  const firstFrameTimeoutMs = legTimeoutMs(ctx.timeouts.firstFrameTimeoutMs, ctx.timeouts.deadlineAt, (ctx.now ?? Date.now)());
+  return { handedOff, deferredAbortMaxMs: ctx.timeouts.deferredAbortMaxMs, firstFrameTimeoutMs };
 }

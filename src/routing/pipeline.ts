@@ -1,9 +1,11 @@
 // One generation pipeline for every surface and transport: select engines, run one attempt
 // through the executor, and retry a failure that reached no client byte on a new selection
 // with a fresh engine-side request id (pd-reference T15: an engine may still hold the old
-// one). The engine whose leg failed is avoided on the next attempt.
+// one). The engine whose leg failed is avoided on the next attempt, and one that hung is never
+// tried again; every attempt fits in the request's deadline (`retry.deadline_ms`). When no
+// engine is left for a retry, the client gets the failure that made it, not "no engine".
 import type { LoadedConfig } from "../config/load.js";
-import type { EngineConfig, PolicyName } from "../config/schema.js";
+import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
 import { GatewayError } from "../core/errors.js";
 import type { EngineKvMeta } from "../core/kv-meta.js";
 import type { LegTransport } from "../core/leg-transport.js";
@@ -14,10 +16,10 @@ import type { EventSink } from "../metrics/events.js";
 import { runAttempt, type AttemptResult, type GenerationJob } from "../pd/executor.js";
 import type { PlanInputs } from "../pd/plan.js";
 import type { OutcomeReporter } from "../pd/leg.js";
-import { engineRoutable } from "./admission.js";
+import { engineRoutable, whyNotRoutable } from "./admission.js";
 import type { IsolateState } from "./isolate.js";
 import { prefixKeyOf } from "./policies.js";
-import { nextRetryDelay, type RetryState } from "./retry.js";
+import { exclusionAfter, nextRetryDelay, type RetryState } from "./retry.js";
 import { selectAnotherDecode, selectEngines, type SelectOptions, type Selection } from "./select.js";
 import type { RoutingSnapshot } from "./snapshot.js";
 
@@ -61,30 +63,45 @@ export interface PipelineResult<F> extends AttemptResult<F> {
   engineRequestId: string;
 }
 
+/** What the request's earlier attempts left for the next one. */
+interface AttemptHistory {
+  /** Engines that failed: avoided while another can take the attempt. */
+  exclude: Set<string>;
+  /** Engines that hung: never tried again for this request. */
+  never: Set<string>;
+  /** The request's deadline (epoch ms). */
+  deadlineAt: number;
+  /** The last attempt's failure: what the client gets when no engine is left for a retry. */
+  last?: GatewayError;
+}
+
 export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>): Promise<PipelineResult<F>> {
-  const exclude = new Set<string>();
+  const started = Date.now();
+  const history: AttemptHistory = { exclude: new Set(), never: new Set(), deadlineAt: started + ctx.config.retry.deadline_ms };
   const retry: RetryState = { attempts: 0, backoffSpentMs: 0 };
   for (;;) {
     retry.attempts++;
     const engineRequestId = retry.attempts === 1 ? req.requestId : `${req.requestId}-${retry.attempts}`;
     try {
-      return { ...(await attempt(ctx, req, engineRequestId, exclude)), engineRequestId };
+      return { ...(await attempt(ctx, req, engineRequestId, history)), engineRequestId };
     } catch (err) {
       if (!(err instanceof GatewayError) || ctx.clientSignal.aborted) throw err;
-      if (err.engine !== undefined) exclude.add(err.engine);
+      if (err === history.last) throw err; // no engine was left to retry on
+      if (err.engine !== undefined) (exclusionAfter(err.code) === "never" ? history.never : history.exclude).add(err.engine);
       if (err.retryable === false) throw err;
-      const wait = nextRetryDelay(err.status, false, retry, ctx.config.retry);
+      const wait = nextRetryDelay(err.status, false, { ...retry, elapsedMs: Date.now() - started }, ctx.config.retry);
       if (wait === undefined) throw err;
       console.warn(JSON.stringify({ msg: "retrying request", requestId: req.requestId, attempt: retry.attempts, engine: err.engine, status: err.status, code: err.code, waitMs: wait }));
+      history.last = err;
       retry.backoffSpentMs += wait;
       await delay(wait);
     }
   }
 }
 
-async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, exclude: ReadonlySet<string>): Promise<AttemptResult<F>> {
+async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, history: AttemptHistory): Promise<AttemptResult<F>> {
   const { job, family } = req;
-  const selection = select(ctx, req, exclude);
+  const selection = select(ctx, req, history);
   const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
   const engines =
     selection.kind === "regular"
@@ -98,7 +115,7 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
           decider: deciderInputs(ctx, job.model, selection.prefill, selection.decode),
           // Decode failover: another decode engine of the pool, none tried yet for this attempt.
           anotherDecode: async (tried: ReadonlySet<string>) => {
-            const engine = selectAnotherDecode(ctx.config, job.model, family.transports, selectOptions(ctx, req, tried));
+            const engine = selectAnotherDecode(ctx.config, job.model, family.transports, selectOptions(ctx, req, tried, history.never));
             return engine ? { target: target(engine), meta: await family.kvMeta(engine, "decode") } : undefined;
           },
         };
@@ -120,6 +137,7 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
         prefillTimeoutMs: ctx.config.pd.prefill_timeout_ms,
         firstFrameTimeoutMs: ctx.config.pd.first_frame_timeout_ms,
         deferredAbortMaxMs: ctx.config.pd.deferred_abort_max_ms,
+        deadlineAt: history.deadlineAt,
       },
       mintTransferId: () => `xfer-${uuidv7()}`,
       onStreamEnd: untrack,
@@ -132,28 +150,41 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
   }
 }
 
-function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): SelectOptions {
+function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>, never: ReadonlySet<string>): SelectOptions {
   const { model } = req.job;
   return {
     models: ctx.routing.models,
     load: ctx.isolate.loadReadings.loadFunction({ settings: ctx.config.loads, models: ctx.routing.models, local: ctx.isolate.loads, waitUntil: ctx.waitUntil }),
     routable: engineRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker),
     exclude,
+    never,
     ...(req.routingKey !== undefined ? { routingKey: req.routingKey } : {}),
     prefixKey: () => (req.prefixText ? prefixKeyOf(req.prefixText()) : undefined),
     onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
   };
 }
 
-function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>): Exclude<Selection, { kind: "none" | "unavailable" }> {
+function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, history: AttemptHistory): Exclude<Selection, { kind: "none" | "unavailable" }> {
   const { model } = req.job;
-  const selection = selectEngines(ctx.config, model, req.family.transports, selectOptions(ctx, req, exclude));
+  const selection = selectEngines(ctx.config, model, req.family.transports, selectOptions(ctx, req, history.exclude, history.never));
+  // A retry with nothing left to try on (the engine that failed hung, or its breaker just
+  // opened): the client gets that failure, naming the engine, not "no engine".
+  if (selection.kind !== "pd" && selection.kind !== "regular" && history.last) throw history.last;
   if (selection.kind === "none") throw noEngineError(ctx, model);
-  if (selection.kind === "unavailable") {
-    throw new GatewayError("no_healthy_engine", 503, `No ${selection.role} engine of model '${model}' can take traffic now`);
-  }
+  if (selection.kind === "unavailable") throw unavailableError(ctx, model, selection.role, req.family.transports);
   return selection;
 }
+
+/** Every engine of a needed pool is out: 503 naming each one and why (a few at most). */
+function unavailableError(ctx: PipelineContext, model: string, role: EngineRole, transports: ReadonlySet<string>): GatewayError {
+  const pool = (ctx.routing.models[model]?.[role] ?? []).filter((e) => transports.has(e.transport));
+  const why = whyNotRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker);
+  const shown = pool.slice(0, MAX_ENGINES_NAMED).map((e) => `'${e.name}': ${why(e) ?? "available again"}`);
+  const more = pool.length > shown.length ? `, and ${pool.length - shown.length} more` : "";
+  return new GatewayError("no_healthy_engine", 503, `No ${role} engine of model '${model}' can take traffic now (${shown.join("; ")}${more})`);
+}
+
+const MAX_ENGINES_NAMED = 4;
 
 /** The model's decider thresholds and, when a queue limit is set, the selected engines'
  *  last reported waiting counts (read from this isolate's cache; polled in the background). */

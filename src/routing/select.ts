@@ -1,6 +1,7 @@
 // Engine selection: for a model, a prefill/decode pair (PD) or one regular engine, picked by
 // each pool's policy among routable engines (healthy, breaker admitting). Engines that failed
-// an earlier attempt of the same request are avoided while others remain.
+// an earlier attempt of the same request are avoided while others remain; one that hung is
+// never picked again for it.
 import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
 import { choose } from "./policies.js";
@@ -13,6 +14,8 @@ export interface SelectOptions {
   routable?: (engine: EngineConfig) => boolean;
   /** Engines to avoid (failed earlier attempts). */
   exclude?: ReadonlySet<string>;
+  /** Engines never to pick, even when no other is left (they hung on an earlier attempt). */
+  never?: ReadonlySet<string>;
   routingKey?: string;
   /** The prompt's affinity key; a function so it is computed only for prefix_hash pools. */
   prefixKey?: string | (() => string | undefined);
@@ -61,7 +64,8 @@ export function selectAnotherDecode(config: LoadedConfig, model: string, transpo
 }
 
 function pick(model: string, role: "prefill" | "decode" | "regular", pool: EngineConfig[], pools: LoadedModel, opts: SelectOptions): EngineConfig | undefined {
-  const routable = opts.routable ? pool.filter(opts.routable) : pool;
+  const allowed = opts.never?.size ? pool.filter((e) => !opts.never!.has(e.name)) : pool;
+  const routable = opts.routable ? allowed.filter(opts.routable) : allowed;
   const fresh = opts.exclude ? routable.filter((e) => !opts.exclude!.has(e.name)) : routable;
   const candidates = fresh.length > 0 ? fresh : routable;
   const i = choose(pools.policy[role], {

@@ -22,6 +22,9 @@ export class LosslessJsonError extends Error {
   override readonly name = "LosslessJsonError";
 }
 
+/** Deepest nesting read (the body is level 0); the OpenAI surface refuses deeper with a 400. */
+export const MAX_JSON_DEPTH = 512;
+
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const WS = /[ \t\n\r]*/y;
 
@@ -55,7 +58,7 @@ export function parseLosslessJson(text: string): LosslessJson {
     }
   };
   const value = (depth: number): LosslessJson => {
-    if (depth > 512) fail("nesting too deep");
+    if (depth > MAX_JSON_DEPTH) fail("nesting too deep");
     ws();
     const c = text[at];
     if (c === "{") {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { canExecute, newBreaker, recordOutcome, type BreakerSettings } from "../../src/routing/breaker.js";
 import { applyProbe, isRoutable, newHealth, type EngineHealth } from "../../src/routing/health-state.js";
-import { backoffMs, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
+import { backoffMs, exclusionAfter, MIN_ATTEMPT_MS, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
+import { legTimeoutMs } from "../../src/pd/deadline.js";
 import { choose, prefixKeyOf } from "../../src/routing/policies.js";
 import { rendezvous } from "../../src/routing/hashing.js";
 import { EngineLoads } from "../../src/core/in-flight.js";
@@ -64,7 +65,7 @@ describe("health state machine", () => {
 });
 
 describe("retry", () => {
-  const R: RetrySettings = { max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, disabled: false };
+  const R: RetrySettings = { max_retries: 5, initial_backoff_ms: 50, max_backoff_ms: 30_000, backoff_multiplier: 1.5, jitter_factor: 0.2, max_total_backoff_ms: 5_000, disabled: false, deadline_ms: 120_000 };
   it("backoff grows by the multiplier, capped, with bounded jitter", () => {
     expect([0, 1, 2].map((a) => backoffMs(a, R, () => 0.5))).toEqual([50, 75, 113]);
     expect(backoffMs(40, R, () => 0.5)).toBe(30_000);
@@ -79,6 +80,45 @@ describe("retry", () => {
     [429, false, 2, 4_990, false],
   ])("status %s, bytesSent %s, attempts %s, spent %s -> retry %s", (status, sent, attempts, spent, retry) => {
     expect(nextRetryDelay(status, sent, { attempts, backoffSpentMs: spent }, R, () => 0.5) !== undefined).toBe(retry);
+  });
+  // The deadline: a retry needs its backoff (50 ms here) plus MIN_ATTEMPT_MS left of it.
+  it.each([
+    [0, 120_000, true],
+    [60_000, 120_000, true],
+    [118_950, 120_000, true],
+    [118_951, 120_000, false],
+    [120_000, 120_000, false],
+    [300_000, 120_000, false],
+    [0, 1_000, false],
+    [0, 1_050, true],
+  ])("elapsed %s ms of a %s ms deadline -> retry %s", (elapsedMs, deadline_ms, retry) => {
+    expect(MIN_ATTEMPT_MS).toBe(1_000);
+    expect(nextRetryDelay(504, false, { attempts: 1, backoffSpentMs: 0, elapsedMs }, { ...R, deadline_ms, jitter_factor: 0 }) !== undefined).toBe(retry);
+  });
+  it.each([
+    ["prefill_timeout", "never"],
+    ["decode_timeout", "never"],
+    ["engine_timeout", "never"],
+    ["prefill_worker_failed_to_start", "avoid"],
+    ["decode_request_failed", "avoid"],
+    ["prefill_upstream_error", "avoid"],
+    ["decode_unavailable", "avoid"],
+  ] as const)("an engine that failed with %s is %s for the request's later attempts", (code, what) => {
+    expect(exclusionAfter(code)).toBe(what);
+  });
+});
+
+describe("a leg's timeout under the request's deadline", () => {
+  it.each([
+    [60_000, undefined, 0, 60_000],
+    [60_000, 120_000, 0, 60_000],
+    [60_000, 120_000, 70_000, 50_000],
+    [60_000, 120_000, 119_999, 1],
+    [60_000, 120_000, 120_000, 1],
+    [60_000, 120_000, 500_000, 1],
+    [1_500, 3_000, 1_600, 1_400],
+  ])("per-leg %s ms, deadline at %s, now %s -> %s ms", (perLeg, deadlineAt, now, expected) => {
+    expect(legTimeoutMs(perLeg, deadlineAt, now)).toBe(expected);
   });
 });
 

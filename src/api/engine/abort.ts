@@ -11,6 +11,7 @@ import type { EngineTarget } from "../../core/types.js";
 import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import { enginesOf } from "../../routing/select.js";
+import { requestIdProblem } from "./client-request.js";
 import { gatewayOf } from "./gateway-of.js";
 import type { GatewayContext } from "../../context.js";
 
@@ -22,6 +23,11 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
   if (!model) throw new GatewayError("model_required", 400, "x-model: header required for Abort (it names the engines to reach)", Code.InvalidArgument, "x-model");
   if (req.requestIds.length > MAX_ABORT_IDS) {
     throw new GatewayError("too_many_ids", 400, `request_ids: at most ${MAX_ABORT_IDS} per call, got ${req.requestIds.length}`, Code.InvalidArgument, "request_ids");
+  }
+  const bad = req.requestIds.findIndex((id) => requestIdProblem(id) !== undefined);
+  if (bad >= 0) {
+    // No Generate could have started under it: refused, never fanned out to engines.
+    throw new GatewayError("invalid_request", 400, `request_ids[${bad}]: ${requestIdProblem(req.requestIds[bad]!)}`, Code.InvalidArgument, `request_ids[${bad}]`);
   }
   // The per-key limit on calls in flight is applied by the router, before the body is read.
   const perSecond = gw.config.limits.abort_ids_per_second_per_key;

@@ -6,7 +6,7 @@ import { GatewayError } from "../../core/errors.js";
 import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
 import { encodeChatPrompt, renderChatTemplate } from "../../tokenizer/chat-template.js";
 import { ChatTemplateError } from "../../tokenizer/errors.js";
-import { parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
+import { LosslessJsonError, parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
 import type { OpenAiRequest } from "./request.js";
 
 export interface EnginePrompt {
@@ -28,7 +28,7 @@ export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer): Promise
     throw invalid("chat_template: a request-supplied template is not accepted; the model's own template is used", "chat_template");
   }
   // Lossless: floats stay floats and keys keep their order in tool schemas and arguments.
-  const lossless = parseLosslessJson(p.text) as Map<string, LosslessJson>;
+  const lossless = readLossless(p.text);
   const messages = (lossless.get("messages") as LosslessJson[]).map(flattenContent);
   const tools = lossless.get("tools");
   const documents = lossless.get("documents");
@@ -94,6 +94,17 @@ function flattenContent(message: LosslessJson, i: number): LosslessJson {
   const out = new Map(message);
   out.set("content", texts.join("\n"));
   return out;
+}
+
+/** The body as Python reads it. request.ts has refused what this reader cannot take (nesting
+ *  deeper than its limit); anything it still refuses is the client's JSON, never a 500. */
+function readLossless(text: string): Map<string, LosslessJson> {
+  try {
+    return parseLosslessJson(text) as Map<string, LosslessJson>;
+  } catch (err) {
+    if (err instanceof LosslessJsonError) throw new GatewayError("invalid_json", 400, `request body: ${err.message}`);
+    throw err;
+  }
 }
 
 function optionalBool(body: Record<string, unknown>, field: string): boolean | undefined {

@@ -1,11 +1,13 @@
 // Reads and checks an OpenAI request: the size limit (declared content-length and the bytes
-// actually read), UTF-8, JSON, then the fields the gateway reads (schemas.ts). Every failure
+// actually read), UTF-8, JSON, then the fields the gateway reads (schemas.ts), lone
+// surrogates and nesting depth anywhere (json-limits.ts). Every failure
 // is a 4xx GatewayError that names the field in `param`; the JSON text itself is kept for
 // forwarding. One read, one decode, one JSON.parse per request.
 import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { normaliseN } from "../../pd/skip.js";
+import { jsonLimitIssue } from "./json-limits.js";
 import { checkOpenAiBody } from "./schemas.js";
 
 export interface OpenAiRequest {
@@ -80,7 +82,7 @@ export function parseOpenAiRequest(route: OpenAiRoute, text: string, maxN: numbe
     throw invalid("request body must be a JSON object", null);
   }
   const body = json as Record<string, unknown>;
-  const issue = checkOpenAiBody(route, body, maxN);
+  const issue = checkOpenAiBody(route, body, maxN) ?? jsonLimitIssue(text, body);
   if (issue) throw invalid(`${issue.param || "(body)"}: ${issue.message}`, issue.param || null);
   // max_n bounds the sequences decoded, not just n: a batch of prompts multiplies it.
   const width = fanoutWidth(route, body);

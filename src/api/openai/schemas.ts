@@ -120,6 +120,13 @@ export function checkOpenAiBody(route: OpenAiRoute, body: Record<string, unknown
     const so = fields(body.stream_options, STREAM_OPTIONS, maxN, "stream_options.");
     if (so) return so;
   }
-  if (route === "/v1/chat/completions") return messages(body.messages) ?? fields(body, CHAT, maxN);
+  if (route === "/v1/chat/completions") return messages(body.messages) ?? fields(body, CHAT, maxN) ?? generationPrompt(body);
   return prompt(body.prompt) ?? fields(body, COMPLETION, maxN);
+}
+
+/** vLLM's check_generation_prompt, word for word: both set to true is a 400 there, and
+ *  refused here before any engine work, whatever the engines. */
+function generationPrompt(body: Record<string, unknown>): BodyIssue | undefined {
+  if (body.continue_final_message !== true || body.add_generation_prompt !== true) return undefined;
+  return { param: "continue_final_message", message: "Cannot set both `continue_final_message` and `add_generation_prompt` to True." };
 }

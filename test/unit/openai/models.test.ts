@@ -64,7 +64,8 @@ describe("openai-http helpers", () => {
     expect([...h.keys()].sort()).toEqual(["content-type", "x-request-id"]);
   });
   it("engineRequestHeaders keeps trace context and never the client's credentials", () => {
-    const h = engineRequestHeaders(new Headers({ authorization: "Bearer k", traceparent: "00-a-b-01", cookie: "c" }), "rid", true);
-    expect(Object.fromEntries(h)).toEqual({ accept: "text/event-stream", "content-type": "application/json", traceparent: "00-a-b-01", "x-request-id": "rid" });
+    const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const h = engineRequestHeaders(new Headers({ authorization: "Bearer k", traceparent: tp, cookie: "c" }), "rid", true);
+    expect(Object.fromEntries(h)).toEqual({ accept: "text/event-stream", "content-type": "application/json", traceparent: tp, "x-request-id": "rid" });
   });
 });
