@@ -20,7 +20,7 @@ export interface BoundedEncodeOptions extends EncodeOptions {
 }
 
 /** The ids, or `exceeded`: the prompt has at least `maxTokens` tokens (it was not finished). */
-export type BoundedEncode = { ids: number[]; exceeded?: undefined } | { exceeded: true; atLeast: number };
+export type BoundedEncode = { ids: number[]; exceeded?: undefined } | { exceeded: true; atLeast: number; ids?: undefined };
 
 export interface DecodeOptions {
   skipSpecialTokens?: boolean;
