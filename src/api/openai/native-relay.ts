@@ -14,9 +14,10 @@
 // as the pipe failing once the runtime cancels the client's body; either way the copy is
 // cancelled too, and with both branches gone the engine's body is.
 //
-// An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe: the
-// engine's body is cancelled and the client's gets a blank line (ending the half-sent event)
-// and the gateway's `<leg>_event_too_large` error event.
+// An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe when its
+// next chunk comes: the engine's body is cancelled and the client's body is broken off (its
+// bytes went ahead of the watch, so no error event can follow them: workerd errors a pipe's
+// destination when its signal aborts it); the stream ends as `<leg>_event_too_large`.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
@@ -61,9 +62,7 @@ export class NativeRelay {
         writer.releaseLock();
         // preventClose: the gateway's error event may follow. The signal takes a while to stop a
         // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
-        // preventAbort: after a cut the gateway's error event still goes to the client; every
-        // other way the pipe stops breaks the client's body in broken(), as the pipe would.
-        return branch.pipeTo(this.toClient.writable, { preventClose: true, preventAbort: true, signal: AbortSignal.any([this.leg.signal, this.cut.signal]) });
+        return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: AbortSignal.any([this.leg.signal, this.cut.signal]) });
       },
       (err: unknown) => {
         branch.cancel(err).catch(() => undefined); // never piped: the copy's cancel alone would not end the engine's body
@@ -126,6 +125,7 @@ export class NativeRelay {
   private async ended(watching: Promise<void>): Promise<void> {
     await watching; // the copy ends with the same body
     if (this.inBandError) return this.endWith(this.inBandError);
+    if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
     if (this.broke !== undefined) return this.endWith(this.watch.brokenStream(errorText(this.broke)));
     const fragment = this.watch.holding;
     const last = this.watch.close();
@@ -145,8 +145,7 @@ export class NativeRelay {
    *  cancelled the client's body while the copy reads on), or else the engine's body broke off
    *  (the copy breaks too, and the client's body is broken with it). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
-    if (this.tooLarge && !this.clientLeft) return this.cutOff(this.tooLarge, watching);
-    this.toClient.writable.abort(err).catch(() => undefined);
+    if (this.tooLarge && !this.clientLeft) return this.finish(failedWith(this.tooLarge)); // the watch is stopped
     if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
@@ -154,17 +153,6 @@ export class NativeRelay {
     if (this.inBandError) return this.finish(failedWith(this.inBandError));
     if (cancelled) return this.finish(CANCELLED);
     this.finish(failedWith(this.watch.brokenStream(errorText(this.broke ?? err))));
-  }
-
-  /** The watch's cap was passed: the engine's body is cancelled (the copy here, the client's
-   *  branch by the cut pipe), and the client gets the gateway's error event. */
-  private async cutOff(err: GatewayError, watching: Promise<void>): Promise<void> {
-    this.stopWatching();
-    await watching;
-    this.finish(failedWith(err));
-    const writer = this.toClient.writable.getWriter();
-    await writer.write(encoder.encode("\n\n" + sseErrorEvent(err))).catch(() => undefined);
-    await writer.close().catch(() => undefined);
   }
 
   /** A failed stream whose end the client already has (vLLM's error event, or a broken body). */
