@@ -22,6 +22,7 @@ import type { ClusterSpec, EngineSpec, EngineStats } from "../sim/types.js";
 import { GenerateRequestSchema } from "../src/gen/vllm_engine_pb.js";
 import { installSignalHandlers, onCleanup, runCleanups } from "./cleanup.js";
 import { engineClient } from "./connect.js";
+import { dosModels, dosScenarios, startDosSim } from "./faults-dos.js";
 import { agentFor, destroyAgents, post } from "./http.js";
 import { CpuMeter, machineBusyCores } from "./proc.js";
 import { prompt } from "./setup.js";
@@ -280,10 +281,10 @@ interface Scenario {
    *  error is a miss; `report`: errors are inherent to the failure (streams cut mid-way) and
    *  only reported. */
   errorTarget: "4xx" | "none" | "report";
-  run(): Promise<{ outcome: Outcome; notes?: string[]; flood?: FloodFigures }>;
+  run(): Promise<{ outcome: Outcome; notes?: string[]; flood?: FloodFigures; expectations?: ScenarioResult["expectations"] }>;
 }
 
-async function finish(s: Scenario, outcome: Outcome, notes: string[], flood: FloodFigures | undefined, log: (m: string) => void): Promise<ScenarioResult> {
+async function finish(s: Scenario, outcome: Outcome, notes: string[], flood: FloodFigures | undefined, log: (m: string) => void, extra: ScenarioResult["expectations"] = []): Promise<ScenarioResult> {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const p = (await statsOf(s.prefill))!;
   const ds = await Promise.all(s.decode.map(async (d) => [d.name, await statsOf(d)] as const));
@@ -312,6 +313,7 @@ async function finish(s: Scenario, outcome: Outcome, notes: string[], flood: Flo
     ...(flood ? { flood } : {}),
   };
   const ex = r.expectations;
+  ex.push(...extra);
   ex.push({ target: "1 prefill run per client request", met: r.prefillRunsPerRequest <= 1, figure: String(r.prefillRunsPerRequest) });
   if (s.failoverPossible) ex.push({ target: "0 handoffs left to expire (another decode engine was available)", met: handoffsLeft === 0, figure: String(handoffsLeft) });
   ex.push({ target: "0 engine requests left open", met: r.engineRequestsOpenAfter === 0, figure: String(r.engineRequestsOpenAfter) });
@@ -367,6 +369,7 @@ async function main(): Promise<void> {
   };
   const sim = await startSim(mainSpec, join(tmp, "main"));
   const victim = await startSim({ recentRequests: 1, engines: [nixl("s2b", "decode", { model: "m-s2p", ...slow })] }, join(tmp, "victim"));
+  const dosSim = await startDosSim(tmp); // issue 32: its own engines (bench/faults-dos.ts)
   const ref = (name: string, role: "prefill" | "decode", s = sim): EngineRef => ({ name, role, sim: s });
 
   const entries = (e: EngineRef, prefill: boolean) => [
@@ -384,7 +387,7 @@ async function main(): Promise<void> {
   const config = {
     auth: { data_plane: "api_keys" },
     limits: { max_n: 16 },
-    models: Object.fromEntries(Object.entries(S).map(([k, v]) => [`m-${k}p`, model(v.p, v.d)])),
+    models: { ...Object.fromEntries(Object.entries(S).map(([k, v]) => [`m-${k}p`, model(v.p, v.d)])), ...dosModels(dosSim) },
   };
   log("faults: sim clusters up; starting the gateway (wrangler dev, data-plane API keys)");
   const gw: WranglerDev = await startWranglerDev(config, 120_000, { vars: { API_KEYS: [KEY_A, KEY_B, KEY_C].join(","), DEV_METRICS: "off" } });
@@ -559,6 +562,11 @@ async function main(): Promise<void> {
     },
   ];
 
+  // Issue 32: what an attacker's huge prompts and an engine's huge events cost another tenant.
+  for (const d of dosScenarios({ base, workerPid, keyAttacker: KEY_A, keyTenant: KEY_B, log })) {
+    scenarios.push({ ...d, prefill: { name: d.engine, role: "prefill", sim: dosSim }, decode: [], failoverPossible: false, errorTarget: "report" });
+  }
+
   const only = ONLY;
   const results: ScenarioResult[] = [];
   const deadline = t0 + 170_000;
@@ -571,8 +579,8 @@ async function main(): Promise<void> {
     log(`${s.id}: start (${s.title})`);
     const mark = gw.log().length;
     try {
-      const { outcome, notes, flood } = await s.run();
-      const r = await finish(s, outcome, notes ?? [], flood, log);
+      const { outcome, notes, flood, expectations } = await s.run();
+      const r = await finish(s, outcome, notes ?? [], flood, log, expectations);
       r.gatewayWarnings = warnings(gw.log().slice(mark));
       for (const w of r.gatewayWarnings.slice(0, 5)) log(`${s.id}:   gateway log: ${w.count} × ${w.first.slice(0, 200)}`);
       results.push(r);
