@@ -21,7 +21,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs", "bigEvent"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -56,6 +56,12 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}.malformedResponse: must be one of ${MALFORMED_KINDS.map((k) => `"${k}"`).join(", ")}`);
   }
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
+  if (f.bigEvent !== undefined) {
+    const b = f.bigEvent as Record<string, unknown>;
+    if (typeof b !== "object" || b === null) throw new Error(`${path}.bigEvent: must be an object`);
+    if (!(Number.isInteger(b.bytes) && (b.bytes as number) >= 1 && (b.bytes as number) <= 256 * 1024 * 1024)) throw new Error(`${path}.bigEvent.bytes: must be an integer in 1..268435456`);
+    if (b.unterminated !== undefined && typeof b.unterminated !== "boolean") throw new Error(`${path}.bigEvent.unterminated: must be a boolean`);
+  }
   if (f.dropConnection !== undefined && typeof f.dropConnection !== "boolean") throw new Error(`${path}.dropConnection: must be a boolean`);
   if (f.unhealthy !== undefined && typeof f.unhealthy !== "boolean") throw new Error(`${path}.unhealthy: must be a boolean`);
   if (f.slowAbortMs !== undefined && !(Number.isInteger(f.slowAbortMs) && (f.slowAbortMs as number) >= 0)) throw new Error(`${path}.slowAbortMs: must be a non-negative integer`);
@@ -105,6 +111,13 @@ export class FaultBook {
   /** The next malformedResponse fault (any leg: it is applied before the body is read). */
   takeMalformed(): MalformedKind | undefined {
     return this.consume((f) => f.malformedResponse !== undefined)?.malformedResponse;
+  }
+
+  /** The next bigEvent fault for a streamed OpenAI request on `leg` (the request's own
+   *  header fault wins). */
+  takeBigEvent(leg: Leg, perRequest: SimFault | undefined): SimFault["bigEvent"] {
+    if (perRequest?.bigEvent) return perRequest.bigEvent;
+    return this.consume((f) => f.bigEvent !== undefined && (f.leg === undefined || f.leg === leg))?.bigEvent;
   }
 
   /** Whether the next dropConnection fault applies (any leg: applied before the body is read). */

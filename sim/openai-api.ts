@@ -10,6 +10,7 @@ import { BodyError, headerRecord, onClientGone, openAiError, readBody, sendJson,
 import type { KvParams } from "./kv-params.js";
 import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
 import type { GenEvent, Run } from "./run.js";
+import type { SimFault } from "./types.js";
 import { detokenize } from "./tokens.js";
 import { MAX_CONTEXT } from "./spec.js";
 
@@ -111,8 +112,9 @@ export async function handleGeneration(
     choices: Array.from({ length: p.prompts.length * p.n }, (_, index) => ({ index, text: "", sent: 0 })),
     promptTokens: p.prompts.reduce((s, ids) => s + ids.length, 0),
   };
+  const big = p.stream ? engine.faults.takeBigEvent(p.kvParams?.do_remote_decode === true ? "prefill" : "decode", fault) : undefined;
   try {
-    if (p.stream) await streamResponse(ctx, p, merged, res);
+    if (p.stream) await streamResponse(ctx, p, merged, res, big);
     else await finalResponse(ctx, merged, res);
   } finally {
     stopWatching();
@@ -131,6 +133,18 @@ interface ResponseCtx {
 function usage(ctx: ResponseCtx) {
   const completion = ctx.choices.reduce((s, c) => s + (c.complete?.outputIds.length ?? 0), 0);
   return { prompt_tokens: ctx.promptTokens, completion_tokens: completion, total_tokens: ctx.promptTokens + completion };
+}
+
+/** One event of about `big.bytes` bytes: logprobs for an empty text, as vLLM sends with
+ *  `logprobs` set; written in 64 KiB pieces, without its blank line when `unterminated`. */
+function writeBigEvent(res: ServerResponse, ctx: ResponseCtx, object: string, big: NonNullable<SimFault["bigEvent"]>): void {
+  const entry = '{"token":"tok","logprob":-0.5},';
+  const head = `data: {"id":${JSON.stringify(ctx.id)},"object":"${object}","created":${ctx.created},"model":${JSON.stringify(ctx.model)},"choices":[{"index":0,${ctx.chat ? '"delta":{}' : '"text":""'},"logprobs":{"content":[`;
+  const tail = '{"token":"end","logprob":0}]},"finish_reason":null}]}';
+  const count = Math.max(0, Math.ceil((big.bytes - head.length - tail.length) / entry.length));
+  const text = head + entry.repeat(count) + tail + (big.unterminated ? "" : "\n\n");
+  const PIECE = 64 * 1024;
+  for (let at = 0; at < text.length; at += PIECE) res.write(text.slice(at, at + PIECE));
 }
 
 function errorStatus(ev: Extract<GenEvent, { type: "error" }>): number {
@@ -173,6 +187,7 @@ async function streamResponse(
   p: OpenAiRequest,
   events: EventQueue<{ offset: number; ev: GenEvent }>,
   res: ServerResponse,
+  big?: SimFault["bigEvent"],
 ): Promise<void> {
   const object = ctx.chat ? "chat.completion.chunk" : "text_completion";
   const send = (choices: unknown[], extra: Record<string, unknown> = {}) => {
@@ -188,6 +203,7 @@ async function streamResponse(
     if (res.headersSent) return;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     if (ctx.chat) for (const c of ctx.choices) send([choiceChunk(c, "", null, true)]);
+    if (big) writeBigEvent(res, ctx, object, big);
   };
   for await (const { offset, ev } of events) {
     if (res.destroyed) return;
@@ -200,6 +216,8 @@ async function streamResponse(
       return;
     }
     begin();
+    // The event never ends: nothing more until the client goes away.
+    if (big?.unterminated) return new Promise<void>((r) => (res.destroyed ? r() : res.once("close", () => r())));
     const c = ctx.choices[offset + ev.index]!;
     if (ev.type === "token") {
       c.text += detokenize([ev.tokenId]);

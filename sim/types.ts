@@ -25,6 +25,10 @@ export interface SimFault {
   dropConnection?: boolean;
   /** Never answer (until aborted / the client goes away). */
   hang?: boolean;
+  /** OpenAI streaming: the first event carries about `bytes` bytes of logprobs (vLLM's large
+   *  events), written in 64 KiB pieces; `unterminated` never ends it (no blank line) and the
+   *  stream then stays open until the client goes away. */
+  bigEvent?: { bytes: number; unterminated?: boolean };
   /** Only apply to this many more requests (default: all). */
   count?: number;
   /** Only apply to requests whose leg matches: "prefill" = carries do_remote_decode, "decode" = other. */

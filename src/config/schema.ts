@@ -146,6 +146,20 @@ function build() {
         })
         .strict()
         .default({ deferred_abort_max_ms: 25_000, engine_info_ttl_ms: 60_000, prefill_timeout_ms: 60_000, first_frame_timeout_ms: 60_000, stream_keepalive_ms: 0 }),
+      /** What one request may cost an isolate, beyond the limits above (docs/configuration.md). */
+      bounds: z
+        .object({
+          /** Per model: the largest prompt (UTF-8 bytes of the prompt, or of the rendered chat)
+           *  the gateway tokenizes for VllmEngine engines. Lowers the bound derived from the
+           *  context length (docs/tokenizer.md, "Bounds"); larger prompts get 400
+           *  context_length_exceeded before any tokenizing. */
+          max_prompt_bytes: z.record(z.string().min(1), z.number().int().min(1)).default({}),
+          /** Largest single SSE event an OpenAI relay holds while it waits for the event's end;
+           *  beyond it the stream ends with the gateway's <leg>_event_too_large error event. */
+          max_sse_event_bytes: z.number().int().min(1024).default(8 * 1024 * 1024),
+        })
+        .strict()
+        .default({ max_prompt_bytes: {}, max_sse_event_bytes: 8 * 1024 * 1024 }),
       /** Active health checks (upstream defaults). */
       health: z
         .object({

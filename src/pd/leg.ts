@@ -95,6 +95,8 @@ export async function drainPrefill<P, F>(
 }
 
 export interface LegStream<F> {
+  /** The engine's configured name, for messages about its stream. */
+  readonly engine?: string;
   /** The leg's frames in order, the first one included. Mid-stream failures reject with a
    *  GatewayError (`<leg>_stream_error`). */
   next(): Promise<IteratorResult<F>>;
@@ -220,6 +222,7 @@ export async function openLeg<P, F>(
 
   let pending: IteratorResult<F> | undefined = head;
   return {
+    engine: engine.name,
     headers: () => call.headers(),
     async next() {
       if (pending) {

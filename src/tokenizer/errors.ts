@@ -57,3 +57,15 @@ export class SamplingParamError extends Error {
     super(`${field}: ${message}`);
   }
 }
+
+/** A prompt the edge tokenizer will not take on (answer 400, naming the prompt's field):
+ *  `run_too_long`, one unbroken run (a pre-token) longer than the tokenizer merges. */
+export class TokenizerLimitError extends Error {
+  override readonly name = "TokenizerLimitError";
+  constructor(
+    readonly kind: "run_too_long",
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -2,7 +2,9 @@
 // tokenizer.json + tokenizer_config.json. The library is imported lazily so a Worker that never
 // serves OpenAI-over-VllmEngine traffic does not pay for evaluating it at startup.
 import { bundleJson, type TokenizerBundle } from "./bundle.js";
+import { EncodeSteps, type EncodeContext, type HfParts, type TokenizerJsonShape } from "./encode-steps.js";
 import { TokenizerBundleError } from "./errors.js";
+import { normalizerShrink, promptByteBound } from "./prompt-bound.js";
 
 export interface EncodeOptions {
   /** Add the post-processor's special tokens (BOS and the like). HF's default is true; a
@@ -10,12 +12,28 @@ export interface EncodeOptions {
   addSpecialTokens?: boolean;
 }
 
+export interface BoundedEncodeOptions extends EncodeOptions {
+  /** Stop as soon as the prompt has this many tokens (the context length). */
+  maxTokens: number;
+  /** Lets other requests run between slices of the work (default: a zero timer). */
+  pause?: () => Promise<unknown>;
+}
+
+/** The ids, or `exceeded`: the prompt has at least `maxTokens` tokens (it was not finished). */
+export type BoundedEncode = { ids: number[]; exceeded?: undefined } | { exceeded: true; atLeast: number; ids?: undefined };
+
 export interface DecodeOptions {
   skipSpecialTokens?: boolean;
 }
 
 export interface EdgeTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
+  /** encode, in slices with a pause between them, stopped once `maxTokens` is reached. Throws
+   *  TokenizerLimitError for a run longer than it merges (MAX_PROMPT_RUN). */
+  encodeWithin(text: string, options: BoundedEncodeOptions): Promise<BoundedEncode>;
+  /** The most UTF-8 bytes a prompt can have and fit `contextLength` tokens (prompt-bound.ts),
+   *  lowered to `configured` when the operator set one; undefined when none holds. */
+  promptByteBound(contextLength: number | undefined, configured?: number): number | undefined;
   decode(ids: readonly number[], options?: DecodeOptions): string;
   tokenToId(token: string): number | undefined;
   /** Ids of added tokens marked special (what skip_special_tokens drops). */
@@ -28,7 +46,14 @@ export interface EdgeTokenizer {
   readonly config: Readonly<Record<string, unknown>>;
 }
 
-interface HfTokenizer {
+/** Work units (about one character through the library's model) between two pauses: a few
+ *  milliseconds of CPU, so other requests on the isolate wait at most that long. */
+export const SLICE_UNITS = 4096;
+/** The longest unbroken run (pre-token) merged, in symbols (bytes for byte-level models):
+ *  WordMerge needs about 20 bytes per symbol, and an isolate has 128 MB. */
+export const MAX_PROMPT_RUN = 1 << 20;
+
+interface HfTokenizer extends HfParts {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };
   decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
   token_to_id(token: string): number | undefined;
@@ -72,8 +97,19 @@ export async function loadTokenizer(bundle: TokenizerBundle): Promise<EdgeTokeni
   if (eosId !== undefined) addEos([eosId]);
   const bosText = specialTokenText(config.bos_token);
 
+  const steps = new EncodeSteps(hf, tokenizerJson as TokenizerJsonShape);
+  const shrink = normalizerShrink((tokenizerJson as TokenizerJsonShape).normalizer);
+
   return {
-    encode: (text, options) => hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? true }).ids,
+    encode: (text, options) => {
+      const out: number[] = [];
+      const it = steps.run(text, options?.addSpecialTokens ?? true, out, { limit: Infinity, maxWord: Infinity });
+      while (!it.next().done);
+      return out;
+    },
+    encodeWithin: (text, options) => encodeWithin(steps, text, options),
+    promptByteBound: (contextLength, configured) =>
+      promptByteBound({ contextLength, maxTokenBytes: steps.maxTokenBytes, shrink, fusesUnknown: steps.fusesUnknown, ...(configured !== undefined ? { configured } : {}) }),
     // The library refuses an empty id list; the empty text is the right answer for it.
     decode: (ids, options) => (ids.length === 0 ? "" : hf.decode([...ids], { skip_special_tokens: options?.skipSpecialTokens ?? false })),
     tokenToId: (token) => hf.token_to_id(token),
@@ -82,4 +118,22 @@ export async function loadTokenizer(bundle: TokenizerBundle): Promise<EdgeTokeni
     bosTokenId: bosText === undefined ? undefined : hf.token_to_id(bosText),
     config,
   };
+}
+
+async function encodeWithin(steps: EncodeSteps, text: string, o: BoundedEncodeOptions): Promise<BoundedEncode> {
+  const pause = o.pause ?? (() => new Promise((r) => setTimeout(r, 0)));
+  const out: number[] = [];
+  const ctx: EncodeContext = { limit: o.maxTokens, maxWord: MAX_PROMPT_RUN };
+  const it = steps.run(text, o.addSpecialTokens ?? true, out, ctx);
+  let budget = SLICE_UNITS;
+  for (let r = it.next(); !r.done; r = it.next()) {
+    if (ctx.exceeded || out.length >= o.maxTokens) return { exceeded: true, atLeast: Math.max(out.length, o.maxTokens) };
+    budget -= r.value;
+    if (budget <= 0) {
+      await pause();
+      budget = SLICE_UNITS;
+    }
+  }
+  if (ctx.exceeded) return { exceeded: true, atLeast: Math.max(out.length, o.maxTokens) };
+  return { ids: out };
 }

@@ -79,7 +79,7 @@ it("mid-stream failure -> one final engine_stream_error event", async () => {
   await cluster!.setFaults("engine", { failMidStream: { afterTokens: 1, code: "internal", message: "gone" } });
   const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y", max_tokens: 6, ignore_eos: true, stream: true });
   const events = (await res.text()).split("\n\n").filter(Boolean);
-  expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({ error: { message: "gone", type: "server_error", param: null, code: "engine_stream_error" } });
+  expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({ error: { message: "gone (engine 'engine')", type: "server_error", param: null, code: "engine_stream_error" } });
 });
 
 it("client abort mid-stream closes the engine's request", async () => {

@@ -149,7 +149,7 @@ describe("decode leg", () => {
     expect(res.status).toBe(200);
     const events = (await res.text()).split("\n\n").filter((e) => e !== "");
     const last = JSON.parse(events.at(-1)!.slice("data: ".length));
-    expect(last).toEqual({ error: { message: "mid", type: "server_error", param: null, code: "decode_stream_error" } });
+    expect(last).toEqual({ error: { message: "mid (decode engine 'decode')", type: "server_error", param: null, code: "decode_stream_error" } });
     expect(events.length).toBeGreaterThan(2);
     expect(events.slice(0, -1).every((e) => e.startsWith("data: {\"id\""))).toBe(true);
     await gw.settle();

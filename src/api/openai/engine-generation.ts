@@ -55,7 +55,9 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
     ...optional("override", Object.hasOwn(gw.config.models, p.model) ? gw.config.models[p.model]!.tokenizer : undefined),
     waitUntil: gw.waitUntil,
   });
-  const prompt = chat ? await chatPrompt(p, tok) : completionPrompt(p, tok);
+  const maxPromptBytes = Object.hasOwn(gw.config.bounds.max_prompt_bytes, p.model) ? gw.config.bounds.max_prompt_bytes[p.model] : undefined;
+  const limits = maxPromptBytes === undefined ? {} : { maxPromptBytes };
+  const prompt = chat ? await chatPrompt(p, tok, limits) : await completionPrompt(p, tok, limits);
   const plan = planOf(chat, p.body, prompt, tok, gw.config.limits.max_n);
 
   const { stream } = await runPipeline(gw.pipeline(p.model), {

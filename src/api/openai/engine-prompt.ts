@@ -1,11 +1,15 @@
 // The prompt of an OpenAI request the gateway tokenizes (a model served by VllmEngine engines):
 // chat messages rendered with the model's chat template (tool JSON read losslessly, as Python
 // reads it), or a completions prompt encoded with the tokenizer's own special-token rule, or
-// token ids taken as they are. Every client mistake is a 400 naming the field.
+// token ids taken as they are. Every client mistake is a 400 naming the field. A prompt is
+// refused by its size before any tokenizing when no prompt that large fits the context
+// (tokenizer/prompt-bound.ts), and tokenizing stops, refusing it, as soon as it reaches the
+// context length; between slices of that work other requests on the isolate run.
 import { GatewayError } from "../../core/errors.js";
 import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
-import { encodeChatPrompt, renderChatTemplate } from "../../tokenizer/chat-template.js";
-import { ChatTemplateError } from "../../tokenizer/errors.js";
+import { renderChatTemplate } from "../../tokenizer/chat-template.js";
+import { ChatTemplateError, TokenizerLimitError } from "../../tokenizer/errors.js";
+import { utf8Length } from "../../tokenizer/prompt-bound.js";
 import { LosslessJsonError, parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
 import type { OpenAiRequest } from "./request.js";
 
@@ -19,10 +23,15 @@ export interface EnginePrompt {
 
 const invalid = (message: string, param: string, code = "invalid_request") => new GatewayError(code, 400, message, undefined, param);
 
+export interface PromptLimits {
+  /** The operator's `models.<m>.max_prompt_bytes`, lowering the derived bound. */
+  maxPromptBytes?: number;
+}
+
 /** Content-part types whose text vLLM folds into the message (joined with "\n"). */
 const TEXT_PARTS = new Set(["text", "input_text"]);
 
-export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer): Promise<EnginePrompt> {
+export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: PromptLimits = {}): Promise<EnginePrompt> {
   const body = p.body;
   if (body.chat_template !== undefined && body.chat_template !== null) {
     throw invalid("chat_template: a request-supplied template is not accepted; the model's own template is used", "chat_template");
@@ -56,10 +65,11 @@ export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer): Promise
     if (err instanceof ChatTemplateError) throw templateError(err);
     throw err;
   }
-  return { text, ids: encodeChatPrompt(tok.tokenizer, text), field: "messages" };
+  // The rendered text, as the template wrote it (it may drop parts of the messages).
+  return { text, ids: await boundedIds(tok, text, false, "messages", limits), field: "messages" };
 }
 
-export function completionPrompt(p: OpenAiRequest, tok: ModelTokenizer): EnginePrompt {
+export async function completionPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: PromptLimits = {}): Promise<EnginePrompt> {
   const body = p.body;
   for (const field of ["echo", "suffix"] as const) {
     const v = body[field];
@@ -72,10 +82,32 @@ export function completionPrompt(p: OpenAiRequest, tok: ModelTokenizer): EngineP
   if (typeof prompt === "string") {
     if (prompt === "") throw invalid("prompt: must not be empty", "prompt");
     // The tokenizer's own rule for special tokens (BOS where its post-processor adds one).
-    return { text: prompt, ids: tok.tokenizer.encode(prompt, { addSpecialTokens: true }), field: "prompt" };
+    return { text: prompt, ids: await boundedIds(tok, prompt, true, "prompt", limits), field: "prompt" };
   }
   if (Array.isArray(prompt) && prompt.every((x) => typeof x === "number")) return { text: "", ids: prompt as number[], field: "prompt" };
   throw invalid("prompt: batched prompts are not supported for a model served by VllmEngine engines; send one prompt per request", "prompt");
+}
+
+/** The prompt's ids, or a 400 naming `field`: refused by its size before tokenizing when no
+ *  prompt that large fits the context, and as soon as tokenizing reaches the context length. */
+async function boundedIds(tok: ModelTokenizer, text: string, addSpecialTokens: boolean, field: "messages" | "prompt", limits: PromptLimits): Promise<number[]> {
+  const context = tok.maxContextLength;
+  const bound = tok.tokenizer.promptByteBound(context, limits.maxPromptBytes);
+  if (bound !== undefined && text.length > bound / 3) {
+    const bytes = utf8Length(text);
+    if (bytes > bound) {
+      const why = context === undefined ? `the limit for this model is ${bound} bytes` : `no prompt of more than ${bound} bytes fits this model's maximum context length of ${context} tokens`;
+      throw invalid(`The ${field} is ${bytes} bytes (UTF-8); ${why}`, field, "context_length_exceeded");
+    }
+  }
+  try {
+    const r = await tok.tokenizer.encodeWithin(text, { addSpecialTokens, maxTokens: context ?? Infinity });
+    if (!r.exceeded) return r.ids;
+    throw invalid(`This model's maximum context length is ${context} tokens, and the ${field} has at least ${r.atLeast} tokens (tokenizing stopped there), leaving no room for output`, field, "context_length_exceeded");
+  } catch (err) {
+    if (err instanceof TokenizerLimitError) throw invalid(`${field}: ${err.message}`, field, "prompt_run_too_long");
+    throw err;
+  }
 }
 
 /** vLLM's "string" content format: text parts joined with "\n"; anything else cannot be

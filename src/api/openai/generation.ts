@@ -125,6 +125,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       const body = await sseRelay(stream, {
         native: gw.routing.models[p.model]?.sse_relay === "native",
         waitUntil: gw.waitUntil,
+        ...optional("engine", stream.engine),
+        maxEventBytes: gw.config.bounds.max_sse_event_bytes,
         leg: seen.backend === "regular" ? "engine" : "decode",
         clientSignal: gw.clientSignal,
         now: Date.now,

@@ -13,6 +13,11 @@
 // for that error event), the other branch watched. The client's going shows on its signal, or
 // as the pipe failing once the runtime cancels the client's body; either way the copy is
 // cancelled too, and with both branches gone the engine's body is.
+//
+// An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe when its
+// next chunk comes: the engine's body is cancelled and the client's body is broken off (its
+// bytes went ahead of the watch, so no error event can follow them: workerd errors a pipe's
+// destination when its signal aborts it); the stream ends as `<leg>_event_too_large`.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
@@ -32,6 +37,9 @@ export class NativeRelay {
   private broke: unknown;
   private watchStopped = false;
   private over = false;
+  /** The watch's cap was passed: the pipe is cut with this error. */
+  private tooLarge: GatewayError | undefined;
+  private readonly cut = new AbortController();
 
   constructor(
     private readonly leg: DetachedLeg<Uint8Array>,
@@ -54,7 +62,7 @@ export class NativeRelay {
         writer.releaseLock();
         // preventClose: the gateway's error event may follow. The signal takes a while to stop a
         // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
-        return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: this.leg.signal });
+        return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: AbortSignal.any([this.leg.signal, this.cut.signal]) });
       },
       (err: unknown) => {
         branch.cancel(err).catch(() => undefined); // never piped: the copy's cancel alone would not end the engine's body
@@ -93,7 +101,10 @@ export class NativeRelay {
   private see(bytes: Uint8Array): boolean {
     if (this.inBandError) return false;
     const r = this.watch.chunk(bytes);
-    if (r.error) this.inBandError = r.error.error;
+    if (r.error?.error.code.endsWith("_event_too_large")) {
+      this.tooLarge = r.error.error;
+      this.cut.abort(r.error.error);
+    } else if (r.error) this.inBandError = r.error.error;
     return !r.error;
   }
 
@@ -114,6 +125,7 @@ export class NativeRelay {
   private async ended(watching: Promise<void>): Promise<void> {
     await watching; // the copy ends with the same body
     if (this.inBandError) return this.endWith(this.inBandError);
+    if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
     if (this.broke !== undefined) return this.endWith(this.watch.brokenStream(errorText(this.broke)));
     const fragment = this.watch.holding;
     const last = this.watch.close();
@@ -133,6 +145,7 @@ export class NativeRelay {
    *  cancelled the client's body while the copy reads on), or else the engine's body broke off
    *  (the copy breaks too, and the client's body is broken with it). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
+    if (this.tooLarge && !this.clientLeft) return this.finish(failedWith(this.tooLarge)); // the watch is stopped
     if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled

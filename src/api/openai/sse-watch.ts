@@ -1,9 +1,19 @@
 // What the SSE relay watches in an engine's stream, apart from how the bytes move: complete
 // events only (an incomplete one is held until its end arrives), TTFT and the last event's
 // time, usage and an output count, [DONE], and in-band errors. One per relayed stream.
+// Linear in the stream: an incomplete event's chunks are kept in a list and joined once, when
+// the event ends, and each byte is scanned for event ends once (sse-event-ends.ts). An event
+// held past `maxEventBytes` ends the stream with `<leg>_event_too_large`.
 import { concatBytes } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
-import { classifySseEvent, completeEventsEnd, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
+import { engineSuffix } from "../../pd/leg-errors.js";
+import { SseEventEnds } from "./sse-event-ends.js";
+import { classifySseEvent, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
+
+/** Default for bounds.max_sse_event_bytes: vLLM's largest events (logprobs of a long chunk)
+ *  are well below it. */
+export const MAX_SSE_EVENT_BYTES = 8 * 1024 * 1024;
+const LF = 0x0a;
 
 export interface RelayStats {
   /** When the first data event arrived (TTFT). */
@@ -37,6 +47,10 @@ export interface RelayOptions {
   onEnd(end: RelayEnd): void;
   /** Keeps work that ends after the response body (the pipe's end) in the request's life. */
   waitUntil?(promise: Promise<unknown>): void;
+  /** The engine's configured name, for error messages. */
+  engine?: string;
+  /** Largest event held while waiting for its end (default MAX_SSE_EVENT_BYTES). */
+  maxEventBytes?: number;
 }
 
 /** Bytes to send on, or the in-band error found (with the events before it, as text). */
@@ -47,8 +61,11 @@ export interface WatchResult {
 
 export class SseWatch {
   readonly stats: RelayStats = { outputPieces: 0 };
-  /** An incomplete event's first bytes. */
-  private held: Uint8Array | undefined;
+  /** An incomplete event's bytes so far, as they came (copies: a batch reader reuses its
+   *  buffer). */
+  private held: Uint8Array[] = [];
+  private heldBytes = 0;
+  private readonly ends = new SseEventEnds();
   private sawDone = false;
   private ended = false;
 
@@ -60,7 +77,12 @@ export class SseWatch {
 
   /** An incomplete event's first bytes are held (not yet complete). */
   get holding(): boolean {
-    return this.held !== undefined;
+    return this.heldBytes > 0;
+  }
+
+  /** Bytes scanned for event ends so far: each byte once (the relay's work, for tests). */
+  get scanned(): number {
+    return this.ends.scanned;
   }
 
   /** TTFT from the first chunk's arrival, for a stream whose events are read behind it. */
@@ -77,15 +99,49 @@ export class SseWatch {
 
   /** A chunk from the engine: the complete events in it (with any held bytes before them). */
   chunk(bytes: Uint8Array): WatchResult {
-    let buf = bytes;
-    if (this.held) {
-      buf = concatBytes([this.held, buf], this.held.byteLength + buf.byteLength);
-      this.held = undefined;
+    const base = this.heldBytes;
+    const n = bytes.byteLength;
+    let cut: number;
+    // vLLM writes each event whole: "data: {...}\n\n" ends a chunk, and nothing is held.
+    if (n >= 2 && bytes[n - 1] === LF && bytes[n - 2] === LF) {
+      cut = base + n;
+      this.ends.reset();
+    } else {
+      cut = this.ends.feed(bytes, base);
+      if (cut < 0) return this.hold(bytes, "");
     }
-    const cut = completeEventsEnd(buf);
-    if (cut < buf.byteLength) this.held = buf.slice(cut);
-    if (cut === 0) return {};
-    const events = cut === buf.byteLength ? buf : buf.subarray(0, cut);
+    const inChunk = cut - base;
+    const head = inChunk === n ? bytes : bytes.subarray(0, inChunk);
+    const events = this.held.length === 0 ? head : concatBytes([...this.held, head], cut);
+    this.held = [];
+    this.heldBytes = 0;
+    const r = this.look(events);
+    if (inChunk < n && !r.error) {
+      this.ends.rebase(cut);
+      const held = this.hold(bytes.subarray(inChunk), r.out);
+      if (held.error) return held;
+    }
+    return r;
+  }
+
+  /** Keeps an incomplete event's bytes, or ends the stream when the event outgrows the cap
+   *  (`sent`: the complete events before it, which the client still gets). */
+  private hold(bytes: Uint8Array, sent: Uint8Array | string | undefined): WatchResult {
+    const max = this.o.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
+    if (this.heldBytes + bytes.byteLength > max) {
+      this.held = [];
+      this.heldBytes = 0;
+      const before = sent === undefined ? "" : typeof sent === "string" ? sent : new TextDecoder().decode(sent);
+      const error = new GatewayError(`${this.o.leg}_event_too_large`, 502, `${this.label} sent an SSE event larger than ${max} bytes (bounds.max_sse_event_bytes)${this.engineName}`);
+      return { error: { before, error } };
+    }
+    this.held.push(bytes.slice());
+    this.heldBytes += bytes.byteLength;
+    return {};
+  }
+
+  /** Complete events: watched, and the bytes to send on (or the in-band error found). */
+  private look(events: Uint8Array): WatchResult {
     const scan = scanEvents(events);
     if (scan.parse) {
       const bad = this.parseEvents(events);
@@ -101,8 +157,9 @@ export class SseWatch {
    *  incomplete last event is dropped: it is a fragment no client could parse. */
   close(): WatchResult {
     if (!this.sawDone) return { error: { before: "", error: this.streamError(502, `${this.label} stream ended before [DONE]`) } };
-    const out = this.held;
-    this.held = undefined;
+    const out = this.heldBytes > 0 ? concatBytes(this.held, this.heldBytes) : undefined;
+    this.held = [];
+    this.heldBytes = 0;
     return out ? { out } : {};
   }
 
@@ -115,8 +172,13 @@ export class SseWatch {
     return this.o.leg === "decode" ? "Decode" : "Engine";
   }
 
+  /** " (decode engine 'decode-0')", when the relay knows the engine. */
+  private get engineName(): string {
+    return this.o.engine === undefined ? "" : engineSuffix(this.o.leg === "decode" ? "decode" : "regular", this.o.engine);
+  }
+
   private streamError(status: number, message: string): GatewayError {
-    return new GatewayError(`${this.o.leg}_stream_error`, status, message);
+    return new GatewayError(`${this.o.leg}_stream_error`, status, `${message}${this.engineName}`);
   }
 
   private sawEvent(): void {

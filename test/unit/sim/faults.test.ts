@@ -206,3 +206,43 @@ describe("connection-level behaviour", () => {
     }
   });
 });
+
+describe("bigEvent (vLLM's large logprobs events)", () => {
+  const body = { model: "sim-model", prompt: "fault prompt here", max_tokens: 3, ignore_eos: true, stream: true };
+
+  it("the first event carries about `bytes` bytes of logprobs, then the stream goes on as usual", async () => {
+    await setFaults({ bigEvent: { bytes: 300_000 }, count: 1 });
+    const text = await (await postJson(`${url}/v1/completions`, body)).text();
+    const events = text.split("\n\n").filter(Boolean);
+    expect(events[0]!.length).toBeGreaterThanOrEqual(300_000);
+    expect(events[0]!.length).toBeLessThan(300_100);
+    const first = JSON.parse(events[0]!.slice("data: ".length)) as { choices: { text: string; logprobs: { content: unknown[] } }[] };
+    expect(first.choices[0]!.text).toBe("");
+    expect(first.choices[0]!.logprobs.content.length).toBeGreaterThan(9_000);
+    expect(events.at(-1)).toBe("data: [DONE]");
+    expect(events.length).toBe(1 + 3 + 1);
+    // count: 1 was spent
+    const again = await (await postJson(`${url}/v1/completions`, body)).text();
+    expect(again.length).toBeLessThan(5_000);
+  });
+
+  it("unterminated: the event never ends and the stream stays open until the client leaves", async () => {
+    await setFaults({ bigEvent: { bytes: 200_000, unterminated: true } });
+    const ctrl = new AbortController();
+    const res = await fetch(`${url}/v1/completions`, { method: "POST", signal: ctrl.signal, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const reader = res.body!.getReader();
+    let got = "";
+    while (got.length < 200_000) got += new TextDecoder().decode((await reader.read()).value);
+    expect(got).not.toContain("\n\n");
+    const more = await Promise.race([reader.read().then(() => "more"), new Promise((r) => setTimeout(() => r("nothing"), 300))]);
+    expect(more).toBe("nothing");
+    ctrl.abort();
+    await waitFor(async () => (await stats(c.engine("e"))).activeRequests === 0);
+  });
+
+  it("rejects a bigEvent without a byte count, naming the field", async () => {
+    const r = await postJson(`${url}/sim/faults`, { bigEvent: { unterminated: true } });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: string }).error).toContain("bigEvent.bytes");
+  });
+});
