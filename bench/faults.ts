@@ -160,11 +160,12 @@ async function connectGenerate(base: string, model: string, o: Outcome, opts: { 
   let tokens = 0;
   try {
     for await (const res of engineClient(base, true).generate(req, { headers: { "x-model": model, authorization: `Bearer ${opts.key ?? KEY_C}` }, timeoutMs: 60_000 })) {
+      // Streamed (DELTA): each chunk counts its own tokens; the complete repeats the last delta.
       if (res.response.case === "chunk") {
         ttft ??= performance.now() - t0;
+        tokens += res.response.value.tokenIds.length;
       } else if (res.response.case === "complete") {
         finish = res.response.value.finishReason;
-        tokens = res.response.value.completionTokens;
       }
     }
     if (finish === "abort") return noteError(o, "finished with finish_reason abort");

@@ -21,7 +21,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs", "bigEvent"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs", "bigEvent", "eosAfter"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -65,6 +65,7 @@ export function validateFault(value: unknown, path: string): SimFault {
   if (f.dropConnection !== undefined && typeof f.dropConnection !== "boolean") throw new Error(`${path}.dropConnection: must be a boolean`);
   if (f.unhealthy !== undefined && typeof f.unhealthy !== "boolean") throw new Error(`${path}.unhealthy: must be a boolean`);
   if (f.slowAbortMs !== undefined && !(Number.isInteger(f.slowAbortMs) && (f.slowAbortMs as number) >= 0)) throw new Error(`${path}.slowAbortMs: must be a non-negative integer`);
+  if (f.eosAfter !== undefined && !(Number.isInteger(f.eosAfter) && (f.eosAfter as number) >= 1)) throw new Error(`${path}.eosAfter: must be a positive integer`);
   if (f.count !== undefined && !(Number.isInteger(f.count) && (f.count as number) >= 1)) {
     throw new Error(`${path}.count: must be a positive integer`);
   }
@@ -79,7 +80,7 @@ export function validateFaultList(value: unknown, path: string): SimFault[] {
 }
 
 function affectsRequests(f: SimFault): boolean {
-  return f.failStart !== undefined || f.failMidStream !== undefined || f.failAfterFrames !== undefined || f.hang === true;
+  return f.failStart !== undefined || f.failMidStream !== undefined || f.failAfterFrames !== undefined || f.hang === true || f.eosAfter !== undefined;
 }
 
 /** The engine's fault list. `count` is consumed as faults are applied. */

@@ -166,6 +166,10 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
         if (ctx.signal.aborted) onCancel();
         else ctx.signal.addEventListener("abort", onCancel, { once: true });
         const finals: Extract<GenEvent, { type: "complete" }>[] = [];
+        // DELTA mode (the servicer's _chunk_response / _complete_response): each chunk carries
+        // its own tokens and their count, and a streamed complete repeats only the last delta
+        // (the tokens of the step that finished the index; none for an abort).
+        const lastDelta = new Map<number, number[]>();
         let frames = 0;
         const afterFrame = () => {
           const f = run.fault?.failAfterFrames;
@@ -182,18 +186,18 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
               continue;
             }
             if (ev.type === "token") {
+              const delta = [remap(ev.completionTokens - 1, ev.tokenId)];
+              if (ev.final) lastDelta.set(ev.index, delta);
               yield create(GenerateResponseSchema, {
                 response: {
                   case: "chunk",
-                  value: {
-                    tokenIds: [remap(ev.completionTokens - 1, ev.tokenId)], promptTokens, completionTokens: ev.completionTokens,
-                    cachedTokens: ev.cachedTokens, index: ev.index,
-                  },
+                  value: { tokenIds: delta, promptTokens, completionTokens: delta.length, cachedTokens: ev.cachedTokens, index: ev.index },
                 },
               });
               afterFrame();
             } else {
-              yield completeFrame({ ...ev, outputIds: ev.outputIds.map((id, pos) => remap(pos, id)) }, promptTokens);
+              yield completeFrame({ ...ev, outputIds: lastDelta.get(ev.index) ?? [] }, promptTokens);
+              lastDelta.delete(ev.index);
               afterFrame();
             }
           }

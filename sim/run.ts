@@ -152,7 +152,7 @@ export class Run {
     const promptLen = input.promptIds.length;
     const hash = promptHash(input.promptIds);
     this.samples = Array.from({ length: input.n }, (_, index) => ({
-      index, tokens: [], text: "", natural: naturalLengthFromHash(hash, input.seed, index), cachedTokens: 0, done: false,
+      index, tokens: [], text: "", natural: fault?.eosAfter ?? naturalLengthFromHash(hash, input.seed, index), cachedTokens: 0, done: false,
     }));
 
     if (this.intent.kind === "pull") {

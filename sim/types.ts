@@ -36,6 +36,10 @@ export interface SimFault {
   /** Report the engine as not alive: HealthCheck healthy=false, GET /health 503. Does not
    *  affect generation (a wedged-but-serving engine is exactly what health checks must catch). */
   unhealthy?: boolean;
+  /** The model samples EOS as its Nth output token (N >= 1) instead of at the prompt's
+   *  natural length (8..32): with `leg: "prefill"` and N = 1, a prefill leg whose one token is
+   *  EOS, which NIXL does not hand off unless the request ignores EOS. */
+  eosAfter?: number;
   /** The Abort RPC answers only after this many ms (a busy engine's scheduler), so tests can
    *  hold Abort calls in flight. */
   slowAbortMs?: number;

@@ -2,7 +2,7 @@
 // decision 6 for pixels). Pure: what goes in is decided by the PD plan.
 import { clone, create } from "@bufbuild/protobuf";
 import { GenerateRequestSchema, KvTransferParamsSchema, SamplingParamsSchema, type GenerateRequest } from "../gen/vllm_engine_pb.js";
-import type { LegSpec } from "../core/leg-transport.js";
+import type { LegSampling, LegSpec } from "../core/leg-transport.js";
 
 export function encodeGenerateLeg(req: GenerateRequest, spec: LegSpec): GenerateRequest {
   const r = clone(GenerateRequestSchema, req);
@@ -10,7 +10,7 @@ export function encodeGenerateLeg(req: GenerateRequest, spec: LegSpec): Generate
   // Only the gateway sets KV params: a client's would make an engine pull from where it says.
   r.kvTransferParams = undefined;
   r.kvTransferParamsJson = undefined;
-  if (spec.leg === "prefill") capForHandoff(r);
+  if (spec.sampling) withSampling(r, spec.sampling);
   if (spec.kvParamsJson !== undefined) r.kvTransferParamsJson = spec.kvParamsJson;
   if (spec.kvBootstrap) r.kvTransferParams = create(KvTransferParamsSchema, { remoteHost: spec.kvBootstrap.host, remotePort: spec.kvBootstrap.port });
   if (spec.dataParallelRank !== undefined) r.dataParallelRank = spec.dataParallelRank;
@@ -18,16 +18,18 @@ export function encodeGenerateLeg(req: GenerateRequest, spec: LegSpec): Generate
   return r;
 }
 
-/** The prefill leg: a length-capped, non-streamed, single-sample finish makes the engine
- *  return its handoff; every other sampling field (temperature, seed, constraints) unchanged. */
-function capForHandoff(r: GenerateRequest): void {
+/** A leg's sampling (the prefill cap) over the client's SamplingParams; every other field
+ *  (temperature, seed, constraints) unchanged. */
+function withSampling(r: GenerateRequest, s: LegSampling): void {
   const sp = r.samplingParams ?? create(SamplingParamsSchema);
-  sp.maxTokens = 1;
-  sp.minTokens = 0;
-  sp.n = 1;
-  sp.stop = [];
-  sp.stopTokenIds = [];
-  sp.ignoreEos = true;
+  sp.maxTokens = s.maxTokens;
+  sp.minTokens = s.minTokens;
+  sp.n = s.n;
+  sp.stop = [...s.stop];
+  sp.stopTokenIds = [...s.stopTokenIds];
+  sp.ignoreEos = s.ignoreEos;
+  sp.logprobs = s.logprobs;
+  sp.promptLogprobs = s.promptLogprobs;
   r.samplingParams = sp;
-  r.stream = false;
+  r.stream = s.stream;
 }

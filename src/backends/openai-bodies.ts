@@ -1,31 +1,51 @@
-// The OpenAI HTTP legs' bodies (pd-reference 6): the prefill sanitiser, the decode (or
-// regular) body - the client's bytes plus one member - and the harvest of the prefill
-// response's kv_transfer_params. Pure: the transport (openai-http-transport.ts) does the I/O.
+// The OpenAI HTTP legs' bodies (pd-reference 6): the prefill leg's body - the client's
+// request with the leg's sampling (the prefill cap, pd/prefill-cap.ts) written over it - the
+// decode (or regular) body - the client's bytes plus one member - and the harvest of the
+// prefill response's kv_transfer_params. Pure: the transport (openai-http-transport.ts) does
+// the I/O.
+import type { LegSampling } from "../core/leg-transport.js";
 import { memberValueText, withMember } from "./json-members.js";
 
 export type OpenAiRoute = "/v1/chat/completions" | "/v1/completions";
 
 export const KV_PARAMS_KEY = "kv_transfer_params";
 
-/** The prefill leg's body: one non-streamed sample capped at one output token (a
- *  length-capped finish is what makes the engine return its handoff), the connector's tag,
- *  every other field (messages, temperature, seed, stop, ...) as the client sent it. */
-export function sanitisePrefillBody(route: OpenAiRoute, body: Record<string, unknown>, kvTag: string | undefined): Record<string, unknown> {
+/** The client's body with a leg's sampling in vLLM's OpenAI fields (an empty or default value
+ *  is the member left out), the connector's tag, and every other field (messages, prompt,
+ *  temperature, seed, response_format, ...) as the client sent it. */
+export function bodyWithSampling(route: OpenAiRoute, body: Record<string, unknown>, s: LegSampling, kvTag: string | undefined): Record<string, unknown> {
   const p: Record<string, unknown> = { ...body };
-  p.stream = false;
-  delete p.stream_options;
-  if ("n" in p) p.n = 1;
-  delete p.min_tokens;
-  if (route === "/v1/chat/completions" && p.max_completion_tokens !== undefined && p.max_completion_tokens !== null) {
-    p.max_completion_tokens = 1;
+  const chat = route === "/v1/chat/completions";
+  // On chat, max_completion_tokens supersedes the deprecated max_tokens (vLLM reads it first).
+  if (chat && p.max_completion_tokens !== undefined && p.max_completion_tokens !== null) {
+    p.max_completion_tokens = s.maxTokens;
     delete p.max_tokens;
   } else {
-    p.max_tokens = 1;
+    p.max_tokens = s.maxTokens;
   }
+  setOrDelete(p, "min_tokens", s.minTokens !== 0 ? s.minTokens : undefined);
+  if ("n" in p || s.n !== 1) p.n = s.n;
+  setOrDelete(p, "ignore_eos", s.ignoreEos ? true : undefined);
+  setOrDelete(p, "stop", s.stop.length > 0 ? [...s.stop] : undefined);
+  setOrDelete(p, "stop_token_ids", s.stopTokenIds.length > 0 ? [...s.stopTokenIds] : undefined);
+  if (chat) {
+    setOrDelete(p, "logprobs", s.logprobs !== undefined ? true : undefined);
+    setOrDelete(p, "top_logprobs", s.logprobs);
+  } else {
+    setOrDelete(p, "logprobs", s.logprobs);
+  }
+  setOrDelete(p, "prompt_logprobs", s.promptLogprobs);
+  p.stream = s.stream;
+  if (!s.stream) delete p.stream_options;
   // Only the gateway sets KV params: a client's would make an engine pull from where it says.
   delete p[KV_PARAMS_KEY];
   if (kvTag !== undefined) p[KV_PARAMS_KEY] = JSON.parse(kvTag) as unknown;
   return p;
+}
+
+function setOrDelete(p: Record<string, unknown>, key: string, value: unknown): void {
+  if (value === undefined) delete p[key];
+  else p[key] = value;
 }
 
 /** The prefill response's top-level kv_transfer_params as raw JSON text, verbatim; undefined

@@ -4,7 +4,7 @@
 import { readBounded, concatBytes } from "../core/body.js";
 import { errorText } from "../core/errors.js";
 import { LegFailure, type EngineCall, type Harvester, type LegTransport } from "../core/leg-transport.js";
-import { buildEngineBody, harvestKvParams, sanitisePrefillBody, type OpenAiRoute } from "./openai-bodies.js";
+import { bodyWithSampling, buildEngineBody, harvestKvParams, type OpenAiRoute } from "./openai-bodies.js";
 import { engineFetchFor } from "./fetch.js";
 import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErrorMessage } from "./openai-http.js";
 
@@ -34,7 +34,7 @@ export const openAiHttpTransport: LegTransport<OpenAiHttpPayload, Uint8Array> = 
   traits: { typedBootstrap: false, pixelsOnPrefillOnly: false },
   start(engine, p, spec): EngineCall<Uint8Array> {
     const controller = new AbortController();
-    const body = spec.leg === "prefill" ? JSON.stringify(sanitisePrefillBody(p.route, p.body, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson, p.body);
+    const body = spec.sampling ? JSON.stringify(bodyWithSampling(p.route, p.body, spec.sampling, spec.kvParamsJson)) : buildEngineBody(p.text, spec.kvParamsJson, p.body);
     const head = engineFetchFor(engine)(engineRouteUrl(engine.url, p.route), {
       method: "POST",
       headers: engineRequestHeaders(p.clientHeaders, spec.requestId, spec.leg !== "prefill" && p.stream),

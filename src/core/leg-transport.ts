@@ -17,6 +17,26 @@ export interface LegSpec {
   dataParallelRank?: number;
   /** Decode receives the KV instead of the pixels (ARCHITECTURE decision 6). */
   stripPixels?: boolean;
+  /** Sampling values sent in place of the client's on this leg: the prefill cap
+   *  (pd/prefill-cap.ts). Absent: the client's own values. */
+  sampling?: LegSampling;
+}
+
+/** A leg's sampling, wire-neutral: each transport writes every field in its own form
+ *  (SamplingParams fields; OpenAI body members, where an empty or default value is the member
+ *  left out). */
+export interface LegSampling {
+  maxTokens: number;
+  minTokens: number;
+  n: number;
+  ignoreEos: boolean;
+  stop: readonly string[];
+  stopTokenIds: readonly number[];
+  /** Top logprobs per output token; undefined: none. */
+  logprobs?: number;
+  /** Logprobs per prompt token; undefined: none. */
+  promptLogprobs?: number;
+  stream: boolean;
 }
 
 /** How a call failed, in the transport's terms:

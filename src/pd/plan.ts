@@ -1,7 +1,7 @@
 // The PD plan: every decision about one request's legs, made once, before any I/O, by pure
 // functions (ARCHITECTURE decisions 1, 6, 11). planPd decides skip, relay, connector mode,
-// transfer id and the prefill leg's tag; planDecodeKv decides what decode gets once prefill
-// has answered. Transports only encode the resulting LegSpecs.
+// transfer id, the prefill leg's tag and its sampling cap (prefill-cap.ts); planDecodeKv
+// decides what decode gets once prefill has answered. Transports only encode the LegSpecs.
 import type { LegSpec, TransportTraits } from "../core/leg-transport.js";
 import type { KvInjection, SkipReason } from "../core/types.js";
 import {
@@ -13,6 +13,7 @@ import {
   type ConnectorMode,
   type EngineKvMeta,
 } from "./connector.js";
+import { prefillCap } from "./prefill-cap.js";
 import { prefillSkipReason, relayKvParams, type SkipPrefillInputs } from "./skip.js";
 
 /** Bench/test-only overrides, honoured only when config.debug.allow_pd_overrides is on. */
@@ -69,7 +70,12 @@ export function planPd(i: PlanInputs): PdPlan {
   if (i.decode.dpRank !== undefined) plan.decodeDpRank = i.decode.dpRank;
   if (!skip) {
     const tag = prefillKvTag(mode, relay, transferId);
-    plan.prefill = { leg: "prefill", ...(tag !== undefined ? { kvParamsJson: tag } : {}), ...(i.prefill.dpRank !== undefined ? { dataParallelRank: i.prefill.dpRank } : {}) };
+    plan.prefill = {
+      leg: "prefill",
+      sampling: prefillCap(),
+      ...(tag !== undefined ? { kvParamsJson: tag } : {}),
+      ...(i.prefill.dpRank !== undefined ? { dataParallelRank: i.prefill.dpRank } : {}),
+    };
   }
   return plan;
 }

@@ -30,6 +30,9 @@ export interface DetokenizeStep {
   text: string;
   /** Set once, on the step where a stop string matched; later pushes return nothing. */
   matchedStop?: string;
+  /** With matchedStop: how many output tokens the sequence had when the stop matched (up to
+   *  and including the one that completed it, as vLLM counts a stopped sequence's tokens). */
+  tokensAtStop?: number;
 }
 
 const REPLACEMENT = "\ufffd";
@@ -43,6 +46,8 @@ export class SequenceDetokenizer {
   /** How much of `text` the client has been given. */
   private emitted = 0;
   private stop: string | undefined;
+  /** Output tokens taken (prompt tail excluded). */
+  private outputTokens = 0;
   private readonly decodeOptions: DecodeOptions;
   private readonly stops: readonly string[];
 
@@ -72,6 +77,7 @@ export class SequenceDetokenizer {
     if (this.stop !== undefined) return { text: "" };
     for (const id of tokenIds) {
       this.ids.push(id);
+      this.outputTokens++;
       this.appendText(this.windowDelta(false));
       if (this.checkStop()) return this.release(true);
     }
@@ -125,7 +131,7 @@ export class SequenceDetokenizer {
     end = Math.max(end, this.emitted);
     const text = this.text.slice(this.emitted, end);
     this.emitted = end;
-    return this.stop !== undefined ? { text, matchedStop: this.stop } : { text };
+    return this.stop !== undefined ? { text, matchedStop: this.stop, tokensAtStop: this.outputTokens } : { text };
   }
 
   /** Length of the longest suffix of the unreleased text that could begin a stop string. */

@@ -3,8 +3,11 @@
 // the text is built from `chunk` frames only: a `complete` frame's output_ids repeat tokens
 // already streamed (the servicer's DELTA mode); in non-streaming mode the `complete` frame
 // carries them all. A stop string the gateway matches finishes that choice with "stop" at once,
-// and `allFinished` tells the pipeline it may Abort the engine request.
+// and `allFinished` tells the pipeline it may Abort the engine request. Usage is the one
+// accumulator's (core/usage.ts): streamed, the chunks' deltas; not, the completes' counts; a
+// choice the gateway stopped counts the tokens up to the one that completed its stop string.
 import type { GenerateResponse, OutputLogProbs } from "../gen/vllm_engine_pb.js";
+import { UsageAccumulator } from "../core/usage.js";
 import { Detokenizer, type Decoder, type DetokenizeStep } from "./detokenizer.js";
 import type { SamplingPlan } from "./sampling.js";
 
@@ -19,7 +22,6 @@ interface Choice {
   text: string;
   finishReason: string | null;
   matchedStop?: string;
-  completionTokens: number;
   logprobs: TokenLogprob[];
   sentRole: boolean;
 }
@@ -42,8 +44,7 @@ const utf8 = new TextEncoder();
 export class OpenAiResponseBuilder {
   private readonly detok: Detokenizer;
   private readonly choices: Choice[];
-  private promptTokens = 0;
-  private cachedTokens = 0;
+  private readonly tokens: UsageAccumulator;
 
   constructor(
     private readonly meta: ResponseMeta,
@@ -51,7 +52,8 @@ export class OpenAiResponseBuilder {
     private readonly decoder: Decoder,
   ) {
     this.detok = new Detokenizer(decoder, plan.detokenizer);
-    this.choices = Array.from({ length: plan.n }, () => ({ text: "", finishReason: null, completionTokens: 0, logprobs: [], sentRole: false }));
+    this.choices = Array.from({ length: plan.n }, () => ({ text: "", finishReason: null, logprobs: [], sentRole: false }));
+    this.tokens = new UsageAccumulator(plan.stream);
   }
 
   /** Every choice has a finish reason: nothing more is needed from the engine. */
@@ -66,19 +68,16 @@ export class OpenAiResponseBuilder {
     const v = r.value;
     const choice = this.choices[v.index];
     if (!choice) return [];
-    this.promptTokens = Math.max(this.promptTokens, v.promptTokens);
-    this.cachedTokens = Math.max(this.cachedTokens, r.case === "chunk" ? v.cachedTokens : r.value.cachedTokens);
+    this.tokens.addFrame(frame);
     if (choice.finishReason !== null) return [];
     const lines: string[] = [];
     if (r.case === "chunk") {
-      choice.completionTokens = Math.max(choice.completionTokens, r.value.completionTokens);
       this.addLogprobs(choice, r.value.tokenIds, r.value.outputLogprobs);
       const step = this.detok.push(v.index, r.value.tokenIds);
       lines.push(...this.apply(v.index, step));
       return this.plan.stream ? lines : [];
     }
     const c = r.value;
-    choice.completionTokens = Math.max(choice.completionTokens, c.completionTokens);
     if (!this.plan.stream) {
       this.addLogprobs(choice, c.outputIds, c.outputLogprobs);
       this.apply(v.index, this.detok.push(v.index, c.outputIds));
@@ -117,12 +116,12 @@ export class OpenAiResponseBuilder {
   }
 
   usage(): Usage {
-    const completion = this.choices.reduce((s, c) => s + c.completionTokens, 0);
+    const u = this.tokens.usage();
     return {
-      prompt_tokens: this.promptTokens,
-      completion_tokens: completion,
-      total_tokens: this.promptTokens + completion,
-      prompt_tokens_details: { cached_tokens: this.cachedTokens },
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+      total_tokens: u.promptTokens + u.completionTokens,
+      prompt_tokens_details: { cached_tokens: u.cachedTokens },
     };
   }
 
@@ -133,6 +132,7 @@ export class OpenAiResponseBuilder {
     if (step.matchedStop !== undefined) {
       choice.finishReason = "stop";
       choice.matchedStop = step.matchedStop;
+      if (step.tokensAtStop !== undefined) this.tokens.stopAt(index, step.tokensAtStop);
     }
     if (step.text !== "" || emitEmpty || step.matchedStop !== undefined) {
       out.push(this.sse(this.chunkObject(index, step.text, choice.finishReason, choice)));

@@ -35,7 +35,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
   let backend: "pd" | "regular" | "none" = "none";
   let status = 200;
   let errorCode: string | undefined;
-  const timing = new StreamTiming(started, normaliseN(req.samplingParams?.n));
+  const timing = new StreamTiming(started, { sequences: normaliseN(req.samplingParams?.n), streamed: req.stream });
   let completed = false;
   try {
     model = modelOf(gw, ctx);

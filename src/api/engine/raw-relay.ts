@@ -2,8 +2,9 @@
 // chunk per pull of the response body (early-head.ts), with no protobuf decode or encode per
 // frame, where the decoded path decodes each message, passes it through async-iterator hops
 // and connect-es serialises it again. A byte scan (core/envelope.ts) watches the frames on the
-// way: chunk messages are decoded only until the first token (TTFT), `complete` messages
-// (small) for the token counts. Only whole frames are passed on, so the client never sees
+// way: chunk messages are decoded only until the first token (TTFT), after it only their
+// token counts are read off the bytes (chunk-usage.ts: a streamed request's usage is the sum
+// of its chunks' deltas), and `complete` messages (small) are decoded. Only whole frames are passed on, so the client never sees
 // half of one. The engine's end-of-stream frame is not passed on: the gateway sends its own
 // (end-frames.ts), the one a connect-es stream ends with, with an engine error, a body that
 // broke off, or an end without end-of-stream frame mapped as the decoded path maps them.
@@ -19,6 +20,7 @@ import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, MAX_FRAME_BYTES, 
 import type { GatewayError } from "../../core/errors.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
+import { chunkUsage } from "./chunk-usage.js";
 import { endFrame } from "./end-frames.js";
 import { toConnectError } from "./errors.js";
 import type { StreamTiming } from "./stream-timing.js";
@@ -37,6 +39,8 @@ class FrameWatch implements EnvelopeSink {
   oversized = false;
   /** Past the end-of-stream (or a compressed or oversized) frame: nothing after it counts. */
   private stopped = false;
+  /** The frame being collected is a chunk the timing needs only the token count of. */
+  private countOnly = false;
 
   constructor(
     private readonly endFlag: number,
@@ -54,12 +58,18 @@ class FrameWatch implements EnvelopeSink {
       this.stopped = this.compressed = true;
       return false;
     }
-    return tag === COMPLETE_TAG || (tag === CHUNK_TAG && this.timing.awaitingFirstToken);
+    this.countOnly = tag === CHUNK_TAG && !this.timing.awaitingFirstToken;
+    return tag === COMPLETE_TAG || tag === CHUNK_TAG;
   }
 
   payload(flags: number, data: Uint8Array): void {
     if ((flags & this.endFlag) !== 0) {
       this.endPayload = data;
+      return;
+    }
+    if (this.countOnly) {
+      const usage = chunkUsage(data);
+      if (usage) this.timing.observeUsage(usage);
       return;
     }
     try {

@@ -16,11 +16,14 @@ import { envelope } from "../../support/engine-wire.js";
 const message = (m: GenerateResponse["response"]) => envelope(0, toBinary(GenerateResponseSchema, create(GenerateResponseSchema, { response: m })));
 const concat = (...parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
 
+// As the servicer streams (DELTA): chunks carry their own tokens, the complete repeats the
+// last delta only. The second chunk comes after the first token: its count is read off its bytes.
 const frames = [
-  message({ case: "chunk", value: { tokenIds: [5], promptTokens: 7 } as never }),
-  message({ case: "chunk", value: { tokenIds: [6] } as never }),
-  message({ case: "complete", value: { outputIds: [5, 6], finishReason: "stop", completionTokens: 2, promptTokens: 7 } as never }),
+  message({ case: "chunk", value: { tokenIds: [5], completionTokens: 1, promptTokens: 7 } as never }),
+  message({ case: "chunk", value: { tokenIds: [6, 300], completionTokens: 2, promptTokens: 7 } as never }),
+  message({ case: "complete", value: { outputIds: [6, 300], finishReason: "stop", completionTokens: 2, promptTokens: 7 } as never }),
 ];
+const STREAMED_TOKENS = 3;
 const CONNECT_OK = envelope(2, new TextEncoder().encode("{}"));
 const CONNECT_ERR = envelope(2, new TextEncoder().encode(JSON.stringify({ error: { code: "internal", message: "engine broke" } })));
 
@@ -82,7 +85,7 @@ describe("RawRelay", () => {
   it.each([1, 2, 3, 5, 7, 11, 64, 4096])("a clean stream cut into %i-byte chunks: the frames as sent, the gateway's end, completed", async (n) => {
     const [head, rest] = cut(clean, n);
     const l = leg(head, rest);
-    const timing = new StreamTiming(0, 1, () => 10);
+    const timing = new StreamTiming(0, { now: () => 10 });
     const relay = new RawRelay(l, "connect", timing);
     const out = await drain(relay);
     expect(concat(...out)).toEqual(concat(...frames, endFrame("connect")));
@@ -98,7 +101,7 @@ describe("RawRelay", () => {
     }
     expect(await relay.ended).toEqual({ outcome: "completed" });
     expect(l.how).toEqual(["completed"]);
-    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" })).toMatchObject({ outputTokens: 2, inputTokens: 7, ttftMs: 10 });
+    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" })).toMatchObject({ outputTokens: STREAMED_TOKENS, inputTokens: 7, ttftMs: 10 });
   });
 
   it("gRPC-web: the trailer frame (0x80) ends it, replaced by the gateway's", async () => {
@@ -139,13 +142,13 @@ describe("RawRelay", () => {
   });
 
   it("a clean end frame followed by a compressed frame still ends clean, counted once", async () => {
-    const l = leg(frames[0]!, [concat(frames[1]!, frames[2]!, CONNECT_OK, envelope(1, Uint8Array.of(1, 2)), frames[2]!)]);
+    const l = leg(frames[0]!, [concat(frames[1]!, frames[2]!, CONNECT_OK, envelope(1, Uint8Array.of(1, 2)), frames[1]!)]);
     const timing = new StreamTiming(0);
     const relay = new RawRelay(l, "connect", timing);
     const out = concat(...(await drain(relay)));
     expect(await relay.ended).toEqual({ outcome: "completed" });
     expect(out).toEqual(concat(...frames, endFrame("connect")));
-    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" }).outputTokens).toBe(2);
+    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" }).outputTokens).toBe(STREAMED_TOKENS);
   });
 
   it("a fault of its own (a leg whose failure mapping throws) is an error end, not a client that left", async () => {

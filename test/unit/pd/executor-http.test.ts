@@ -174,7 +174,7 @@ describe("n=1 relay", () => {
     expect(await readAll(r.stream)).toBe(DECODE_OK);
     const [p, d] = calls;
     expect(p!.url).toBe("http://prefill/v1/completions");
-    expect(JSON.parse(p!.body)).toEqual({ model: "m", prompt: "hi", max_tokens: 1, stream: false, extra: [1], kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } });
+    expect(JSON.parse(p!.body)).toEqual({ model: "m", prompt: "hi", max_tokens: 1, ignore_eos: true, stream: false, extra: [1], kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } });
     expect(d!.url).toBe("http://decode/v1/completions");
     expect(d!.body).toBe(`{"kv_transfer_params":${HANDOFF},${inp.clientText.slice(1)}`);
     expect([p!.headers.get("x-request-id"), d!.headers.get("x-request-id")]).toEqual(["rid-1", "rid-1"]);

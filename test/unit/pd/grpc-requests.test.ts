@@ -4,6 +4,7 @@ import { GenerateRequestSchema, type GenerateRequest } from "../../../src/gen/vl
 import { encodeGenerateLeg } from "../../../src/backends/generate-request.js";
 import { vllmEngineTransport } from "../../../src/backends/vllm-engine-transport.js";
 import { planDecodeKv, prefillKvTag, type PdPlan } from "../../../src/pd/plan.js";
+import { prefillCap } from "../../../src/pd/prefill-cap.js";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
 
 function request(n = 1, extra: Omit<MessageInitShape<typeof GenerateRequestSchema>, "$typeName"> = {}): GenerateRequest {
@@ -26,6 +27,7 @@ function buildPrefillRequest(req: GenerateRequest, o: { mode: ConnectorMode; rel
   return encodeGenerateLeg(req, {
     leg: "prefill",
     requestId: req.requestId,
+    sampling: prefillCap(),
     ...(tag !== undefined ? { kvParamsJson: tag } : {}),
     ...(o.dpRank !== undefined ? { dataParallelRank: o.dpRank } : {}),
   });

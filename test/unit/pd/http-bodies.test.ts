@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
-import { buildEngineBody, harvestKvParams, sanitisePrefillBody } from "../../../src/backends/openai-bodies.js";
+import { bodyWithSampling, buildEngineBody, harvestKvParams, type OpenAiRoute } from "../../../src/backends/openai-bodies.js";
+import { prefillCap } from "../../../src/pd/prefill-cap.js";
 import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
 import { fanoutWidth } from "../../../src/api/openai/request.js";
 import { planDecodeKv, prefillKvTag, type PdPlan } from "../../../src/pd/plan.js";
@@ -26,7 +27,10 @@ const MOON_MODERN = connectorMode({ kvConnector: "MooncakeConnector", kvEngineId
 const MOON_LEGACY = connectorMode({ kvConnector: "MooncakeConnector", bootstrapHost: "10.0.0.1" });
 const MOON_TAG = '{"do_remote_decode":true,"do_remote_prefill":false,"transfer_id":"xfer-1"}';
 
-describe("sanitisePrefillBody (pd-reference 6, T24)", () => {
+/** The prefill leg's body: the client's, with the prefill cap written over it. */
+const sanitisePrefillBody = (route: OpenAiRoute, body: Record<string, unknown>, tag: string | undefined) => bodyWithSampling(route, body, prefillCap(), tag);
+
+describe("the prefill body (pd-reference 6, T24)", () => {
   const chat = {
     model: "m",
     messages: [{ role: "user", content: "hi" }],
@@ -43,7 +47,7 @@ describe("sanitisePrefillBody (pd-reference 6, T24)", () => {
     vendor_field: { keep: "me" },
     kv_transfer_params: { do_remote_prefill: true, remote_host: "10.9.9.9" },
   };
-  it("T24 chat: max_completion_tokens=1, no max_tokens/min_tokens/stream_options, stream=false, tagged", () => {
+  it("T24 chat: max_completion_tokens=1, no max_tokens/min_tokens/stream_options/stop/logprobs, EOS ignored, stream=false, tagged", () => {
     const p = sanitisePrefillBody(CHAT, chat, NIXL_PREFILL_PARAMS_JSON);
     expect(p).toEqual({
       model: "m",
@@ -51,10 +55,9 @@ describe("sanitisePrefillBody (pd-reference 6, T24)", () => {
       max_completion_tokens: 1,
       stream: false,
       n: 1,
-      stop: ["\n"],
+      ignore_eos: true,
       seed: 7,
       temperature: 0.3,
-      logprobs: true,
       vendor_field: { keep: "me" },
       kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false },
     });
@@ -67,10 +70,10 @@ describe("sanitisePrefillBody (pd-reference 6, T24)", () => {
     ["completions ignores max_completion_tokens", COMP, { max_completion_tokens: 9, max_tokens: 9 }, { max_completion_tokens: 9, max_tokens: 1 }],
     ["n present (n=4) -> 1", COMP, { n: 4 }, { n: 1, max_tokens: 1 }],
     ["n absent stays absent", COMP, {}, { max_tokens: 1 }],
-    ["stop and ignore_eos are not touched over HTTP", COMP, { stop: "x", ignore_eos: false }, { stop: "x", ignore_eos: false, max_tokens: 1 }],
+    ["stop dropped and EOS ignored over HTTP as over gRPC", COMP, { stop: "x", ignore_eos: false }, { max_tokens: 1 }],
   ])("%s", (_name, route, extra, expected) => {
     const p = sanitisePrefillBody(route, { model: "m", ...extra }, undefined);
-    expect(p).toEqual({ model: "m", stream: false, ...expected });
+    expect(p).toEqual({ model: "m", stream: false, ignore_eos: true, ...expected });
   });
   it.each([
     ["NIXL", NIXL_PREFILL_PARAMS_JSON, { do_remote_decode: true, do_remote_prefill: false }],

@@ -123,6 +123,16 @@ describe("gRPC faults", () => {
     expect(((await r.json()) as { error: string }).error).toContain("slowAbortMs");
   });
 
+  it("eosAfter: the model samples EOS as that output token; must be a positive integer", async () => {
+    await setFaults({ eosAfter: 2 });
+    const r = await generate(client, { requestId: "eos-1", input: { case: "text", value: "a b c" }, samplingParams: { maxTokens: 10 } });
+    expect(r.completes[0]).toMatchObject({ finishReason: "stop", completionTokens: 2 });
+    await fetch(`${url}/sim/faults`, { method: "DELETE" });
+    const bad = await postJson(`${url}/sim/faults`, { eosAfter: 0 });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toContain("eosAfter");
+  });
+
   it("rejects malformed fault lists with a message naming the field", async () => {
     const r = await postJson(`${url}/sim/faults`, [{ failStart: { code: "bogus" } }]);
     expect(r.status).toBe(400);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detokenize, naturalLength, outputTokenIds, tokenize } from "../../../sim/tokens.js";
 import type { RunningCluster } from "../../../sim/types.js";
 import {
-  FAST, closeSessions, cluster, connectClient, delay, generate, grpcClient, grpcWebClient, stats, waitFor,
+  FAST, closeSessions, cluster, connectClient, delay, generate, grpcClient, grpcWebClient, stats, streamedTokens, waitFor,
   type EngineClient,
 } from "./helpers.js";
 
@@ -41,14 +41,32 @@ describe("Generate", () => {
     expect(done.kvTransferParamsJson).toBeUndefined();
   });
 
-  it("DELTA: one chunk per token, then the complete", async () => {
+  it("DELTA: one chunk per token counting its own tokens, then a complete with the last delta only", async () => {
     const r = await generate(client, { requestId: "r2", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 4 }, stream: true });
     const expected = outputTokenIds(ids, undefined, 0, 4);
     expect(r.chunks.map((ch) => ch.tokenIds)).toEqual(expected.map((t) => [t]));
-    expect(r.chunks.map((ch) => ch.completionTokens)).toEqual([1, 2, 3, 4]);
+    // The servicer's _chunk_response: completion_tokens = len(delta) ("client will accumulate").
+    expect(r.chunks.map((ch) => ch.completionTokens)).toEqual([1, 1, 1, 1]);
     expect(r.chunks.every((ch) => ch.promptTokens === ids.length && ch.index === 0)).toBe(true);
     expect(r.frames.at(-1)!.response.case).toBe("complete");
-    expect(r.completes[0]!.outputIds).toEqual(expected);
+    // _complete_response in DELTA mode: the final step's tokens again, and their count.
+    expect(r.completes[0]!.outputIds).toEqual([expected[3]]);
+    expect(r.completes[0]!.completionTokens).toBe(1);
+    expect(r.completes[0]!.finishReason).toBe("length");
+  });
+
+  it("usage: the streamed deltas sum to the non-streamed count, a stop string included", async () => {
+    const toks = outputTokenIds(ids, undefined, 0, 12);
+    const stop = detokenize([toks[6]!]).trim();
+    const sampling = { maxTokens: 12, ignoreEos: true, stop: [stop] };
+    const final = await generate(client, { requestId: "u1", input: { case: "text", value: PROMPT }, samplingParams: sampling });
+    const streamed = await generate(client, { requestId: "u2", input: { case: "text", value: PROMPT }, samplingParams: sampling, stream: true });
+    const total = final.completes[0]!.completionTokens;
+    expect(final.completes[0]!.outputIds).toHaveLength(total);
+    expect(total).toBeLessThan(12); // the stop string ended it
+    expect(streamed.chunks.reduce((s, ch) => s + ch.completionTokens, 0)).toBe(total);
+    expect(streamedTokens(streamed)).toEqual(final.completes[0]!.outputIds);
+    expect(streamed.completes[0]!.completionTokens).toBe(1);
   });
 
   it("defaults to max_tokens 16 and accepts tokenized input", async () => {
@@ -85,7 +103,8 @@ describe("Generate", () => {
     for (const i of [0, 1, 2]) {
       const expected = outputTokenIds(ids, undefined, i, 3);
       expect(r.chunks.filter((ch) => ch.index === i).map((ch) => ch.tokenIds[0])).toEqual(expected);
-      expect(r.completes.find((x) => x.index === i)!.outputIds).toEqual(expected);
+      expect(streamedTokens(r, i)).toEqual(expected);
+      expect(r.completes.find((x) => x.index === i)!.outputIds).toEqual([expected[2]]);
     }
     const f = await generate(client, { requestId: "r8", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 3, n: 2 } });
     expect(f.chunks).toHaveLength(0);
@@ -97,8 +116,8 @@ describe("Generate", () => {
     const web = await generate(grpcWebClient(c.engine("p")), init);
     const grpc = await generate(grpcClient(c.engine("p")), { ...init, requestId: "r10" });
     const expected = outputTokenIds(ids, undefined, 0, 6);
-    expect(web.completes[0]!.outputIds).toEqual(expected);
-    expect(grpc.completes[0]!.outputIds).toEqual(expected);
+    expect(streamedTokens(web)).toEqual(expected);
+    expect(streamedTokens(grpc)).toEqual(expected);
     expect(grpc.chunks).toHaveLength(6);
     const s = await stats(c.engine("p"));
     const protocols = s.recent.filter((r) => r.requestId === "r9" || r.requestId === "r10").map((r) => r.protocol);

@@ -124,3 +124,9 @@ export function prefillInit(requestId: string, text: string, kvJson = nixlPrefil
     kvTransferParamsJson: kvJson,
   };
 }
+
+/** The token ids streamed for one index: its chunks' deltas, in order (a streamed complete
+ *  only repeats the last delta). */
+export function streamedTokens(f: Frames, index = 0): number[] {
+  return f.chunks.filter((ch) => ch.index === index).flatMap((ch) => ch.tokenIds);
+}

@@ -1,9 +1,9 @@
 // NIXL handoffs: pin only after a length-capped prefill, single-consumer pulls, refusals and
 // recomputation, lease expiry, and the n>1 sibling hazard.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { outputTokenIds, tokenize } from "../../../sim/tokens.js";
+import { detokenize, outputTokenIds, tokenize } from "../../../sim/tokens.js";
 import type { RunningCluster } from "../../../sim/types.js";
-import { FAST, cluster, connectClient, delay, generate, postJson, prefillInit, resetAll, stats, type EngineClient } from "./helpers.js";
+import { FAST, cluster, connectClient, delay, generate, postJson, prefillInit, resetAll, stats, streamedTokens, type EngineClient } from "./helpers.js";
 
 let c: RunningCluster;
 let prefill: EngineClient;
@@ -72,6 +72,31 @@ describe("NIXL prefill", () => {
     expect((await stats(c.engine("p"))).blocksPinned).toBe(0);
   });
 
+  // vLLM nixl_connector.py request_finished: a do_remote_decode request that did not finish
+  // FINISHED_LENGTH_CAPPED returns no kv_transfer_params and its blocks are freed at once.
+  const first = outputTokenIds(tokenize(PROMPT), undefined, 0, 1)[0]!;
+  const NIXL_TAG = '{"do_remote_decode":true,"do_remote_prefill":false}';
+  it.each([
+    ["its one token is EOS", { maxTokens: 1 }, [{ eosAfter: 1, leg: "prefill", count: 1 }]],
+    ["its one token is a stop token id", { maxTokens: 1, ignoreEos: true, stopTokenIds: [first] }, []],
+    ["its one token completes a stop string", { maxTokens: 1, ignoreEos: true, stop: [detokenize([first]).trim()] }, []],
+  ])("a one-token prefill ends with stop when %s: no handoff, nothing pinned", async (_name, samplingParams, faults) => {
+    await postJson(`${c.engine("p").url}/sim/faults`, faults);
+    const r = await generate(prefill, { requestId: "one", input: { case: "text", value: PROMPT }, samplingParams, kvTransferParamsJson: NIXL_TAG });
+    expect(r.completes[0]!.finishReason).toBe("stop");
+    expect(r.completes[0]!.outputIds).toEqual([first]);
+    expect(r.completes[0]!.kvTransferParamsJson).toBeUndefined();
+    expect(await stats(c.engine("p"))).toMatchObject({ blocksPinned: 0, handoffsPinned: 0, prefillComputations: 1 });
+  });
+
+  it("the same prefill capped as the gateway caps it (EOS ignored, no stops) hands off", async () => {
+    await postJson(`${c.engine("p").url}/sim/faults`, [{ eosAfter: 1, leg: "prefill", count: 1 }]);
+    const r = await generate(prefill, prefillInit("capped", PROMPT));
+    expect(r.completes[0]!.finishReason).toBe("length");
+    expect(r.completes[0]!.kvTransferParamsJson).toBeDefined();
+    expect((await stats(c.engine("p"))).handoffsPinned).toBe(1);
+  });
+
   it("does not pin without do_remote_decode", async () => {
     const r = await generate(prefill, { ...prefillInit("req-3", PROMPT), kvTransferParamsJson: undefined });
     expect(r.completes[0]!.kvTransferParamsJson).toBeUndefined();
@@ -83,7 +108,7 @@ describe("NIXL decode", () => {
   it("serves one pull; the decode skips the prompt; a second pull is refused and recomputes", async () => {
     const kv = await handoff("req-10");
     const r = await generate(decode, decodeInit("req-10", kv));
-    expect(r.completes[0]!.outputIds).toEqual(outputTokenIds(tokenize(PROMPT), undefined, 0, 4));
+    expect(streamedTokens(r)).toEqual(outputTokenIds(tokenize(PROMPT), undefined, 0, 4));
     expect(r.completes[0]!.cachedTokens).toBe(LEN);
     let p = await stats(c.engine("p"));
     let d = await stats(c.engine("d"));
@@ -91,7 +116,7 @@ describe("NIXL decode", () => {
     expect(d).toMatchObject({ promptTokensComputed: 0, prefillComputations: 0, kvRecomputes: 0, kvPullsCompleted: 1, decodeRequests: 1 });
 
     const again = await generate(decode, decodeInit("req-10", kv));
-    expect(again.completes[0]!.outputIds).toEqual(r.completes[0]!.outputIds);
+    expect(streamedTokens(again)).toEqual(streamedTokens(r));
     expect(again.completes[0]!.cachedTokens).toBe(0);
     p = await stats(c.engine("p"));
     d = await stats(c.engine("d"));

@@ -121,7 +121,20 @@ describe("SequenceDetokenizer: stop strings", () => {
   it("emits nothing past a stop even within one multi-token push", () => {
     const d = new SequenceDetokenizer(tok, { stop: ["END"] });
     const s = d.push(ids());
-    expect(s).toEqual({ text: "The answer is 42. ", matchedStop: "END" });
+    expect(s).toMatchObject({ text: "The answer is 42. ", matchedStop: "END" });
+  });
+
+  it("reports how many tokens the sequence had when the stop matched, whatever the push size", () => {
+    const all = ids();
+    // The token that completes "42." (Qwen3 splits digits, so "." is its own token).
+    const k = all.findIndex((_, i) => tok.decode(all.slice(0, i + 1)).includes("42.")) + 1;
+    expect(k).toBeGreaterThan(1);
+    for (const step of [1, 2, 3, all.length]) {
+      const d = new SequenceDetokenizer(tok, { stop: ["42."] });
+      let at: number | undefined;
+      for (let i = 0; i < all.length && at === undefined; i += step) at = d.push(all.slice(i, i + step)).tokensAtStop;
+      expect(at, `step ${step}`).toBe(k);
+    }
   });
 });
 

@@ -109,9 +109,9 @@ describe("OpenAiResponseBuilder", () => {
     const plan = samplingPlan("chat", { stream: true, stop: ["END"], stream_options: { include_usage: true } });
     const b = new OpenAiResponseBuilder({ api: "chat", ...meta }, plan, tok);
     const ids = tok.encode("😀 ok END more", { addSpecialTokens: false });
-    const lines = ids.flatMap((id, i) => b.onFrame(chunk(0, [id], i + 1)));
+    const lines = ids.flatMap((id) => b.onFrame(chunk(0, [id], 1)));
     expect(b.allFinished).toBe(true);
-    lines.push(...b.onFrame(complete(0, ids, "length")), ...b.finishStream());
+    lines.push(...b.onFrame(complete(0, ids.slice(-1), "length")), ...b.finishStream());
     const objs = lines.filter((l) => l !== "data: [DONE]\n\n").map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
     expect(lines.at(-1)).toBe("data: [DONE]\n\n");
     const choices = objs.flatMap((o) => o.choices as Record<string, unknown>[]);
@@ -120,6 +120,35 @@ describe("OpenAiResponseBuilder", () => {
     expect(choices.some((c) => String((c.delta as { content?: string }).content).includes("\ufffd"))).toBe(false);
     expect(choices.at(-1)).toMatchObject({ finish_reason: "stop", stop_reason: "END" });
     expect(objs.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 4 } } });
+  });
+
+  it("usage: the tokens up to the one completing a gateway-matched stop, the same streamed and not", () => {
+    // The engine did not stop (its detokenizer disagreed): 3 tokens past the stop.
+    const ids = tok.encode("one two three STOP four five six", { addSpecialTokens: false });
+    const atStop = ids.findIndex((_, i) => tok.decode(ids.slice(0, i + 1)).includes("STOP")) + 1;
+    expect(atStop).toBeGreaterThan(1);
+    expect(atStop).toBeLessThan(ids.length);
+    const streamed = new OpenAiResponseBuilder({ api: "chat", ...meta }, samplingPlan("chat", { stream: true, stop: ["STOP"], stream_options: { include_usage: true } }), tok);
+    ids.forEach((id) => streamed.onFrame(chunk(0, [id], 1)));
+    streamed.onFrame(complete(0, ids.slice(-1), "length"));
+    const final = new OpenAiResponseBuilder({ api: "chat", ...meta }, samplingPlan("chat", { stop: ["STOP"] }), tok);
+    final.onFrame(complete(0, ids, "length"));
+    expect(streamed.usage().completion_tokens).toBe(atStop);
+    expect(final.usage().completion_tokens).toBe(atStop);
+    // Multi-token chunks: the stop lands inside one, the count is still the same.
+    const chunky = new OpenAiResponseBuilder({ api: "chat", ...meta }, samplingPlan("chat", { stream: true, stop: ["STOP"] }), tok);
+    for (let i = 0; i < ids.length; i += 3) chunky.onFrame(chunk(0, ids.slice(i, i + 3), Math.min(3, ids.length - i)));
+    expect(chunky.usage().completion_tokens).toBe(atStop);
+  });
+
+  it("usage: a streamed request sums its chunks' deltas (the complete repeats only the last one)", () => {
+    const b = new OpenAiResponseBuilder({ api: "completions", ...meta }, samplingPlan("completions", { stream: true, n: 2 }), tok);
+    const ids = tok.encode("a b c d e f g h i j k l m n", { addSpecialTokens: false });
+    for (const id of ids) b.onFrame(chunk(0, [id], 1));
+    b.onFrame(complete(0, ids.slice(-1), "length"));
+    for (const id of ids.slice(0, 4)) b.onFrame(chunk(1, [id], 1));
+    b.onFrame(complete(1, ids.slice(3, 4), "stop"));
+    expect(b.usage()).toMatchObject({ prompt_tokens: 10, completion_tokens: ids.length + 4, total_tokens: 10 + ids.length + 4 });
   });
 
   it("text completions with logprobs", () => {
