@@ -4,6 +4,7 @@
 // writeDataPoint calls per invocation. Sizes are UTF-8 bytes, not UTF-16 code units, so a model
 // name in CJK can hit the index limit at 32 characters. Over-long values are cut, never
 // dropped and never thrown: a data point with a shortened engine name is still worth having.
+import { utf8Length } from "../core/utf8.js";
 
 export const MAX_BLOBS = 20;
 export const MAX_DOUBLES = 20;
@@ -24,19 +25,6 @@ function codePointBytes(cp: number): number {
   return 4;
 }
 
-export function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
 
 /** `s` if it fits in `maxBytes` of UTF-8, else its longest prefix on a code-point boundary
  *  that fits together with the truncation mark. */

@@ -1,7 +1,8 @@
 // The Analytics Engine limits: a 96-byte index, 16 KB of blobs per point, measured in UTF-8
 // bytes. Over-long values are cut to fit, never dropped and never thrown.
 import { describe, expect, it } from "vitest";
-import { fitBlobs, MAX_BLOB_BYTES_TOTAL, MAX_INDEX_BYTES, TRUNCATION_MARK, truncateUtf8, utf8Length } from "../../src/metrics/limits.js";
+import { utf8Length } from "../../src/core/utf8.js";
+import { fitBlobs, MAX_BLOB_BYTES_TOTAL, MAX_INDEX_BYTES, TRUNCATION_MARK, truncateUtf8 } from "../../src/metrics/limits.js";
 import { decodeDataPoint, encodeEvent } from "../../src/metrics/schema.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s).length;

@@ -9,7 +9,7 @@ import { GatewayError } from "../../core/errors.js";
 import type { ModelTokenizer } from "../../backends/tokenizer-bundles.js";
 import { renderChatTemplate } from "../../tokenizer/chat-template.js";
 import { ChatTemplateError, TokenizerLimitError } from "../../tokenizer/errors.js";
-import { utf8Length } from "../../tokenizer/prompt-bound.js";
+import { utf8Length } from "../../core/utf8.js";
 import { LosslessJsonError, parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
 import type { OpenAiRequest } from "./request.js";
 

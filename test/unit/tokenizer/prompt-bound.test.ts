@@ -1,6 +1,7 @@
 // The prompt byte bound as a table: the normalizer's worst shrink, and when no bound holds.
 import { describe, expect, it } from "vitest";
-import { normalizerShrink, promptByteBound, utf8Length } from "../../../src/tokenizer/prompt-bound.js";
+import { utf8Length } from "../../../src/core/utf8.js";
+import { normalizerShrink, promptByteBound } from "../../../src/tokenizer/prompt-bound.js";
 
 describe("normalizerShrink", () => {
   it.each([
