@@ -13,9 +13,11 @@ const LAYERS = [
   ["backends", ["core", "config", "gen", "tokenizer"]],
   ["pd", ["core", "config", "gen", "metrics", "tokenizer", "backends"]],
   ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
-  ["middleware", ["core", "config", "gen", "metrics", "routing", "context.js", "env.js"]],
+  // The error renderers every surface and the middleware answer with (one per protocol).
+  ["errors", ["core"]],
+  ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
 ];
-const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
 
 function layerRule([layer, allowed]) {
   const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));
@@ -56,11 +58,31 @@ export default tseslint.config(
       ],
     },
   },
+  // Surfaces sit on top of everything but the app that composes them, and one surface does
+  // not reach into another's modules (the admin API reads bodies and renders errors with the
+  // shared core/ and errors/ modules, not the OpenAI surface's).
+  ...["openai", "engine", "admin"].map(surfaceRule),
   {
-    // Surfaces sit on top of everything but the app that composes them.
-    files: ["src/api/**/*.ts"],
-    rules: {
-      "no-restricted-imports": ["error", { patterns: [{ group: ["../../app.js", "../../index.js", "../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" }] }],
-    },
+    files: ["src/api/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [{ group: ["../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" }] }] },
   },
 );
+
+/** src/api/<surface>: not the app that mounts it, nor another surface's folder. */
+function surfaceRule(surface) {
+  const others = ["openai", "engine", "admin"].filter((s) => s !== surface);
+  return {
+    files: [`src/api/${surface}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["../../app.js", "../../index.js", "../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" },
+            { group: others.flatMap((o) => [`../${o}`, `../${o}/**`]), message: `src/api/${surface} does not import another surface's modules; shared ones live in src/api/*.ts, src/errors/ or below (docs/architecture.md).` },
+          ],
+        },
+      ],
+    },
+  };
+}

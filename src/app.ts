@@ -18,7 +18,7 @@ import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
-import { reject } from "./middleware/rejection.js";
+import { renderError, toGatewayError } from "./errors/render.js";
 import { GatewayError } from "./core/errors.js";
 
 /** The VllmEngine surface's path prefix (`/${VllmEngine.typeName}/`, checked by a unit test).
@@ -76,8 +76,8 @@ function missingBindings(config: LoadedConfig, env: object): string[] {
   return out;
 }
 
-const routeNotFound = (c: Context) =>
-  c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404);
+/** An unknown path, in the caller's protocol: OpenAI's 404, or Connect's unknown procedure. */
+const routeNotFound = (c: Context) => renderError(c.req.raw, new GatewayError("route_not_found", 404, `no route for ${c.req.method} ${c.req.path}`));
 
 export function createApp(isolate: IsolateState = createIsolateState()) {
   const app = new Hono<AppEnv>();
@@ -104,9 +104,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       console.error(JSON.stringify({ msg: "invalid gateway config", error: err.message }));
-      return c.json({ error: { message: err.message, type: "config_error", param: null, code: "config_invalid" } }, 503, {
-        "x-gateway-error-code": "config_invalid",
-      });
+      return renderError(c.req.raw, new GatewayError("config_invalid", 503, err.message));
     }
     setEngineBindings(c.env);
     const exec = c.executionCtx;
@@ -157,12 +155,8 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
 
   app.notFound(routeNotFound);
   // The one place an error no handler answered becomes a response, in the caller's protocol:
-  // a GatewayError keeps its status and code; anything else is a bug, logged and answered 500
-  // without internals.
-  app.onError((err, c) => {
-    if (err instanceof GatewayError) return reject(c.req.raw, err.status, err.code, err.message);
-    console.error(JSON.stringify({ msg: "unhandled error", path: c.req.path, error: String(err), stack: (err as Error)?.stack }));
-    return reject(c.req.raw, 500, "internal_error", "internal gateway error");
-  });
+  // a GatewayError keeps its status, code and param; anything else is a bug, logged and
+  // answered 500 without internals.
+  app.onError((err, c) => renderError(c.req.raw, toGatewayError(err, `unhandled, ${c.req.method} ${c.req.path}`)));
   return app;
 }

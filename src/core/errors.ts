@@ -1,22 +1,26 @@
 // The gateway-wide error type and the status mappings between Connect/gRPC codes and HTTP
 // (pd-reference 2.10). Surfaces render a GatewayError in their own shape; nothing here knows
 // about a surface, an engine transport or the PD pipeline.
+import { connectCodeFor } from "./error-codes.js";
 import { Code } from "./grpc-code.js";
 
 export class GatewayError extends Error {
   override name = "GatewayError";
+  /** Connect code for Connect and gRPC-web clients: the one given (an engine's own gRPC
+   *  code), else the code table's (error-codes.ts). */
+  readonly connectCode: Code;
   constructor(
     /** Stable machine-readable code, e.g. "prefill_worker_failed_to_start". */
     readonly code: string,
     /** HTTP status for the OpenAI surface and metrics. */
     readonly status: number,
     message: string,
-    /** Connect code for the VllmEngine surface. */
-    readonly connectCode: Code = connectCodeForStatus(status),
+    connectCode?: Code,
     /** Client-visible field the error is about, when it is a validation error. */
     readonly param?: string,
   ) {
     super(message);
+    this.connectCode = connectCode ?? connectCodeFor(code, status);
   }
 
   /** The engine (configured name) whose failure this is, so a retry can avoid it. */
@@ -69,28 +73,18 @@ export function httpStatusForCode(code: Code): number {
   }
 }
 
-/** HTTP status -> Connect code for errors the gateway itself raises. */
-export function connectCodeForStatus(status: number): Code {
-  if (status === 400 || status === 413 || status === 422) return Code.InvalidArgument;
-  if (status === 401) return Code.Unauthenticated;
-  if (status === 403) return Code.PermissionDenied;
-  if (status === 404) return Code.NotFound;
-  if (status === 409) return Code.Aborted;
-  if (status === 415) return Code.InvalidArgument;
-  if (status === 429) return Code.ResourceExhausted;
-  if (status === 501) return Code.Unimplemented;
-  if (status === 502 || status === 503) return Code.Unavailable;
-  if (status === 504 || status === 408) return Code.DeadlineExceeded;
-  return Code.Internal;
-}
-
 /** Statuses that count as engine failures for breakers and retries (upstream defaults). */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
 
-
 /** The client went away before the response was complete (status 499, as nginx logs it). */
 export function clientCancelledError(): GatewayError {
-  return new GatewayError("client_cancelled", 499, "client cancelled the request", Code.Canceled);
+  return new GatewayError("client_cancelled", 499, "client cancelled the request");
+}
+
+/** The client's Abort call ended the request before any engine answered it (its prefill leg
+ *  was running, or it was between attempts): what its Generate call ends with. */
+export function requestAbortedError(): GatewayError {
+  return new GatewayError("request_aborted", 499, "the request was aborted by an Abort call");
 }
 
 /** A failure's message without stack or class noise. */

@@ -5,7 +5,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { GatewayContext } from "../context.js";
 import type { Env } from "../env.js";
-import { reject } from "./rejection.js";
+import { reject } from "../errors/render.js";
 
 const encoder = new TextEncoder();
 let cachedKeys: { source: string; digests: Promise<Uint8Array[]> } | undefined;

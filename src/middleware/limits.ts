@@ -3,7 +3,7 @@
 // where they are read: Connect's readMaxBytes and the OpenAI body reader.)
 import type { MiddlewareHandler } from "hono";
 import type { GatewayContext } from "../context.js";
-import { reject } from "./rejection.js";
+import { reject } from "../errors/render.js";
 
 export function headerBytes(headers: Headers): number {
   let n = 0;

@@ -4,7 +4,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { GatewayContext } from "../context.js";
 import type { Env } from "../env.js";
-import { reject } from "./rejection.js";
+import { reject } from "../errors/render.js";
 
 export function rateLimit(): MiddlewareHandler<{ Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } }> {
   return async (c, next) => {

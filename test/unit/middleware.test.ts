@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bearerToken, digestsEqual, isValidKey } from "../../src/middleware/auth.js";
 import { headerBytes } from "../../src/middleware/limits.js";
-import { reject } from "../../src/middleware/rejection.js";
+import { reject } from "../../src/errors/render.js";
 
 describe("auth helpers", () => {
   it.each([

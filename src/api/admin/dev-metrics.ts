@@ -15,7 +15,7 @@ import { devRing, type PointRing } from "../../metrics/dev-ring.js";
 import { decodeDataPoint, SCHEMA_VERSION } from "../../metrics/schema.js";
 import { metricsCounters } from "../../metrics/sink.js";
 import type { IsolateState } from "../../routing/isolate.js";
-import { reject } from "../../middleware/rejection.js";
+import { reject } from "../../errors/render.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 
 export const DEV_METRICS_PATH = "/admin/metrics/recent";

@@ -10,8 +10,8 @@ import { registryStub, type RegistryStub } from "../../routing/registry-client.j
 import { ENGINE_ROLES, type RegistryConfig, type RegistryWriteResult } from "../../routing/registry-types.js";
 import type { EngineConfig } from "../../config/schema.js";
 import type { LoadedConfig } from "../../config/load.js";
-import { errorResponse, toGatewayError } from "../openai/errors.js";
-import { readBodyText } from "../openai/request.js";
+import { readBodyText } from "../../core/body-text.js";
+import { renderError, toGatewayError } from "../../errors/render.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { ENGINE_ID_PATTERN, parseBody, registerBodySchema, updateBodySchema } from "./bodies.js";
 import { newEngineId, prepareEngine } from "./register.js";
@@ -25,17 +25,15 @@ const MAX_BODY_BYTES = 64 * 1024;
 
 const gate: MiddlewareHandler<AdminEnv> = async (c, next) => {
   const expected = c.env.ADMIN_TOKEN;
-  if (!expected) {
-    return c.json({ error: { message: `no route for ${c.req.method} ${c.req.path}`, type: "not_found", param: null, code: "route_not_found" } }, 404);
-  }
+  if (!expected) return renderError(c.req.raw, new GatewayError("route_not_found", 404, `no route for ${c.req.method} ${c.req.path}`));
   const given = bearerToken(c.req.header("authorization"));
   if (given === undefined || !(await tokenMatches(given, expected))) {
     const challenge = given === undefined ? 'Bearer realm="vllm-edge-gateway admin"' : 'Bearer realm="vllm-edge-gateway admin", error="invalid_token"';
     const message = given === undefined ? "the admin API needs Authorization: Bearer <ADMIN_TOKEN>" : "the admin token is not valid";
-    return errorResponse(new GatewayError("admin_unauthorized", 401, message), new Headers({ "www-authenticate": challenge }));
+    return renderError(c.req.raw, new GatewayError("admin_unauthorized", 401, message), { "www-authenticate": challenge });
   }
   if (!c.env.REGISTRY) {
-    return errorResponse(new GatewayError("registry_not_configured", 503, "this deployment has no REGISTRY Durable Object binding"));
+    return renderError(c.req.raw, new GatewayError("registry_not_configured", 503, "this deployment has no REGISTRY Durable Object binding"));
   }
   c.set("registry", registryStub(c.env.REGISTRY));
   await next();
@@ -47,7 +45,7 @@ function handle(fn: (c: AdminContext) => Promise<Response>) {
     try {
       return await fn(c);
     } catch (err) {
-      return errorResponse(toGatewayError(err));
+      return renderError(c.req.raw, toGatewayError(err, "admin API"));
     }
   };
 }

@@ -9,7 +9,7 @@
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
-import { reject } from "../../middleware/rejection.js";
+import { reject } from "../../errors/render.js";
 import { gzip } from "./compression.js";
 import { wireFormatOf, type WireFormat } from "./content-types.js";
 import { BodyTooLargeError, readClientBody } from "../../core/body.js";

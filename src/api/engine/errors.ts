@@ -1,20 +1,21 @@
-// GatewayError -> ConnectError for the VllmEngine surface, carrying the stable code in the
-// `x-gateway-error-code` header (Connect error metadata).
+// GatewayError -> ConnectError for the VllmEngine surface's handlers, carrying the stable code
+// in the `x-gateway-error-code` header (Connect error metadata). The Connect code is the
+// error's (the code table, core/error-codes.ts); a failure that is not a GatewayError is a bug
+// (errors/render.ts), except connect-es's own errors, which keep their code.
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { GatewayError } from "../../core/errors.js";
+import { ERROR_CODE_HEADER } from "../../errors/header.js";
+import { toGatewayError } from "../../errors/render.js";
 
 export function toConnectError(err: unknown): ConnectError {
-  if (err instanceof GatewayError) {
-    return new ConnectError(err.message, err.connectCode, { "x-gateway-error-code": err.code });
-  }
   if (err instanceof ConnectError) return err;
-  console.error(JSON.stringify({ msg: "unexpected error", error: String(err) }));
-  return new ConnectError("internal gateway error", Code.Internal, { "x-gateway-error-code": "internal_error" });
+  const e = toGatewayError(err, "VllmEngine surface");
+  return new ConnectError(e.message, e.connectCode, { [ERROR_CODE_HEADER]: e.code });
 }
 
 export function errorCodeOf(err: unknown): string {
   if (err instanceof GatewayError) return err.code;
-  if (err instanceof ConnectError) return err.metadata.get("x-gateway-error-code") ?? `connect_${Code[err.code]}`;
+  if (err instanceof ConnectError) return err.metadata.get(ERROR_CODE_HEADER) ?? `connect_${Code[err.code]}`;
   return "internal_error";
 }
 

@@ -20,7 +20,7 @@ import { gzip } from "./compression.js";
 import { acceptedContentTypes, wireFormatOf, type WireFormat } from "./content-types.js";
 import { keepaliveFrame } from "./keepalive.js";
 import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
-import { reject } from "../../middleware/rejection.js";
+import { reject } from "../../errors/render.js";
 import { rawRelayProtocol } from "./raw-eligible.js";
 import { RawHandover, rawHandoverKey } from "./raw-handover.js";
 

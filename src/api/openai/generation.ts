@@ -18,11 +18,13 @@ import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { pdOverrideOf } from "../pd-override.js";
-import { errorResponse, sseErrorResponse, toGatewayError } from "./errors.js";
+import { openAiErrorResponse, sseErrorResponse } from "../../errors/openai.js";
+import { toGatewayError } from "../../errors/render.js";
 import { modelAvailability } from "./models.js";
 import { sseRelay, type RelayEnd } from "./relay.js";
 import { refuseBeyondHttpContext } from "./http-context.js";
-import { fanoutWidth, parseOpenAiRequest, promptText, readBodyText, type OpenAiRequest } from "./request.js";
+import { fanoutWidth, parseOpenAiRequest, promptText, type OpenAiRequest } from "./request.js";
+import { readBodyText } from "../../core/body-text.js";
 
 /** The tokenizing path (and the tokenizer and template libraries under it) loads on the first
  *  request to a model served by VllmEngine engines, not at the isolate's start-up. */
@@ -141,9 +143,9 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     record(200);
     return new Response(body, { status: 200, headers: out });
   } catch (err) {
-    const e = toGatewayError(err);
+    const e = toGatewayError(err, "OpenAI surface");
     record(e.status, e.code);
-    return parsed?.stream && e instanceof UpstreamStatusError ? sseErrorResponse(e, headers) : errorResponse(e, headers);
+    return parsed?.stream && e instanceof UpstreamStatusError ? sseErrorResponse(e, headers) : openAiErrorResponse(e, headers);
   }
 }
 

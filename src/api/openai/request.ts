@@ -1,9 +1,8 @@
-// Reads and checks an OpenAI request: the size limit (declared content-length and the bytes
-// actually read), UTF-8, JSON, then the fields the gateway reads (schemas.ts), lone
-// surrogates and nesting depth anywhere (json-limits.ts). Every failure
+// Checks an OpenAI request (its body read by core/body-text.ts: the size limit, UTF-8): JSON,
+// then the fields the gateway reads (schemas.ts), lone surrogates and nesting depth anywhere
+// (json-limits.ts). Every failure
 // is a 4xx GatewayError that names the field in `param`; the JSON text itself is kept for
 // forwarding. One read, one decode, one JSON.parse per request.
-import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { normaliseN } from "../../pd/skip.js";
@@ -22,42 +21,6 @@ export interface OpenAiRequest {
 
 const invalid = (message: string, param: string | null, code = "invalid_request") =>
   new GatewayError(code, 400, message, undefined, param ?? undefined);
-
-function tooLarge(limit: number): GatewayError {
-  // Same code as the declared-length check in middleware/limits.ts, which runs first.
-  return new GatewayError("body_too_large", 413, `body: larger than the limit of ${limit} bytes`);
-}
-
-// Reusable: a fatal decoder keeps no state between whole (non-streamed) decodes.
-let utf8: TextDecoder | undefined;
-
-/** The body as text, refusing more than `maxBytes` whether or not content-length says so. */
-export async function readBodyText(req: Request, maxBytes: number): Promise<string> {
-  const declared = req.headers.get("content-length");
-  const length = declared === null ? Number.NaN : declaredLength(declared);
-  if (length > maxBytes) throw tooLarge(maxBytes);
-  if (!req.body) return "";
-  let bytes: Uint8Array;
-  try {
-    // With a declared length the runtime bounds the body to it: read it in one native call.
-    bytes = Number.isNaN(length) ? await readClientBody(req.body, maxBytes) : new Uint8Array(await req.arrayBuffer());
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) throw tooLarge(maxBytes);
-    throw invalid("request body could not be read", null, "invalid_body");
-  }
-  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
-  try {
-    return (utf8 ??= new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })).decode(bytes);
-  } catch {
-    throw invalid("request body is not valid UTF-8", null, "invalid_json");
-  }
-}
-
-/** content-length as a number; NaN when it is not a plain decimal. */
-function declaredLength(v: string): number {
-  const t = v.trim();
-  return /^\d+$/.test(t) ? Number(t) : Number.NaN;
-}
 
 /** Zod issue path -> the OpenAI `param` form: messages[0].content, stream_options.include_usage. */
 export function paramOf(path: readonly PropertyKey[]): string {

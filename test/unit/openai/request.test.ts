@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../src/core/errors.js";
-import { paramOf, parseOpenAiRequest, readBodyText } from "../../../src/api/openai/request.js";
+import { paramOf, parseOpenAiRequest } from "../../../src/api/openai/request.js";
+import { readBodyText } from "../../../src/core/body-text.js";
 
 const CHAT = "/v1/chat/completions" as const;
 const COMP = "/v1/completions" as const;

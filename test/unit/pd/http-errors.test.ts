@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { legStatusError } from "../../../src/pd/leg-errors.js";
 import { passedThroughStatus, upstreamErrorMessage } from "../../../src/backends/openai-http.js";
-import { openAiErrorType } from "../../../src/api/openai/errors.js";
+import { openAiErrorType } from "../../../src/errors/openai.js";
 
 describe("upstreamErrorMessage: error.message, else message, else the raw body", () => {
   it.each([
