@@ -22,6 +22,7 @@ export const ERROR_CODES: Readonly<Record<string, ConnectMapping>> = {
   chat_template_unsupported: Code.InvalidArgument,
   chat_template_error: Code.InvalidArgument,
   context_length_exceeded: Code.InvalidArgument,
+  prompt_run_too_long: Code.InvalidArgument,
   model_required: Code.InvalidArgument,
   too_many_ids: Code.InvalidArgument,
   invalid_engine_url: Code.InvalidArgument,

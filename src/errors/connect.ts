@@ -18,7 +18,8 @@ export function connectErrorResponse(err: GatewayError, headers?: HeadersInit): 
   return new Response(JSON.stringify({ code: connectCodeName(err.connectCode), message: err.message }), { status: err.status, headers: h });
 }
 
-/** Connect streaming: errors travel in the end-of-stream message of a 200 response. */
+/** Connect streaming: errors travel in the end-of-stream message of a 200 response (the stable
+ *  code is in the headers, which a client merges into the error's metadata). */
 export function connectStreamErrorResponse(err: GatewayError, contentType: string, headers?: HeadersInit): Response {
   const json = new TextEncoder().encode(JSON.stringify({ error: { code: connectCodeName(err.connectCode), message: err.message } }));
   const frame = new Uint8Array(5 + json.length);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearerToken, digestsEqual, isValidKey } from "../../src/middleware/auth.js";
 import { headerBytes } from "../../src/middleware/limits.js";
-import { reject } from "../../src/errors/render.js";
 
 describe("auth helpers", () => {
   it.each([
@@ -24,28 +23,7 @@ describe("auth helpers", () => {
   });
 });
 
-describe("rejections in the caller's protocol", () => {
-  const req = (ct: string, path = "/vllm.grpc.engine.VllmEngine/Generate") => new Request(`http://g${path}`, { method: "POST", headers: { "content-type": ct } });
-  it("gRPC-web: trailers-only 200 with grpc-status", () => {
-    const r = reject(req("application/grpc-web+proto"), 401, "invalid_api_key", "no key");
-    expect([r.status, r.headers.get("grpc-status"), r.headers.get("grpc-message")]).toEqual([200, "16", "no%20key"]);
-  });
-  it("Connect streaming: an end-stream frame with the Connect code", async () => {
-    const r = reject(req("application/connect+proto"), 429, "rate_limited", "slow down");
-    const bytes = new Uint8Array(await r.arrayBuffer());
-    expect(bytes[0]).toBe(2);
-    expect(JSON.parse(new TextDecoder().decode(bytes.slice(5)))).toEqual({ error: { code: "resource_exhausted", message: "slow down" } });
-  });
-  it("Connect unary: JSON error with the HTTP status", async () => {
-    const r = reject(req("application/json"), 401, "invalid_api_key", "no key");
-    expect(r.status).toBe(401);
-    expect(await r.json()).toEqual({ code: "unauthenticated", message: "no key" });
-  });
-  it("OpenAI: the OpenAI error shape", async () => {
-    const r = reject(req("application/json", "/v1/chat/completions"), 413, "body_too_large", "body: too big");
-    expect(r.headers.get("x-gateway-error-code")).toBe("body_too_large");
-    expect(await r.json()).toEqual({ error: { message: "body: too big", type: "invalid_request_error", param: null, code: "body_too_large" } });
-  });
+describe("limits", () => {
   it("header bytes count names and values", () => {
     expect(headerBytes(new Headers({ a: "bc" }))).toBe(7);
   });
