@@ -1,12 +1,12 @@
 // The one executor (ARCHITECTURE decision 11): one attempt of a generation job over any leg
 // transport. PD: plan, run or skip prefill, hand decode its KV, open decode to its first
 // frame. Aggregated mode (a regular engine) is the same executor without a prefill leg.
-import { clientCancelledError, GatewayError } from "../core/errors.js";
+import { GatewayError } from "../core/errors.js";
 import { LegFailure, type LegSpec, type LegTransport } from "../core/leg-transport.js";
 import type { EngineKvMeta } from "../core/kv-meta.js";
 import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
-import { drainPrefill, openLeg, type LegContext, type LegStream, type OpenLegOptions } from "./leg.js";
+import { drainPrefill, endedByClient, openLeg, type LegContext, type LegStream, type OpenLegOptions } from "./leg.js";
 import { decodeFailoverAllowed } from "./failover.js";
 import { legTimeoutMs } from "./deadline.js";
 import { planDecodeKv, planPd, type PdOverride, type PlanInputs } from "./plan.js";
@@ -103,7 +103,8 @@ async function runPd<P, F>(
     },
   });
   ctx.onDecision?.(plan.skipReason);
-  if (ctx.clientSignal.aborted) throw clientCancelledError();
+  const endedBefore = endedByClient(ctx);
+  if (endedBefore) throw endedBefore;
 
   let harvested: string | undefined;
   let prefillMs: number | undefined;
@@ -129,8 +130,10 @@ async function runPd<P, F>(
     throw new GatewayError("pd_decode_missing_kv_transfer_params", 502, `Prefill engine '${prefill.target.name}' returned no KV handoff for a multimodal request whose decode leg has no pixels`).from(prefill.target.name);
   }
   const handedOff = kv.injection !== "none";
-  // Gone after prefill without a handoff: nothing to release, so decode is not sent.
-  if (ctx.clientSignal.aborted && !handedOff) throw clientCancelledError();
+  // Gone (or aborted) after prefill without a handoff: nothing to release, so decode is not
+  // sent. With one, decode goes out and its abort waits for its first frame (leg.ts).
+  const endedAfter = handedOff ? undefined : endedByClient(ctx);
+  if (endedAfter) throw endedAfter;
 
   const { stream, decode } = await openDecode(t, job, engines, { ...kv.spec, requestId }, handedOff, ctx);
   ctx.events.emit({

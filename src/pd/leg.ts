@@ -1,8 +1,8 @@
 // One leg lifecycle for every transport (ARCHITECTURE decision 5): dispatch, load charge,
-// per-leg timeout, the engine outcome, and what a client disconnect does. A prefill leg is
-// drained to its end; a decode (or regular) leg is opened up to its first frame, which proves
-// any KV handoff completed, and then handed to the surface.
-import { clientCancelledError, GatewayError } from "../core/errors.js";
+// per-leg timeout, the engine outcome, and what a client disconnect or the client's Abort
+// call does. A prefill leg is drained to its end; a decode (or regular) leg is opened up to
+// its first frame, which proves any KV handoff completed, and then handed to the surface.
+import { clientCancelledError, GatewayError, requestAbortedError } from "../core/errors.js";
 import type { EngineLoads } from "../core/in-flight.js";
 import { LegFailure, type EngineCall, type LegSpec, type LegTransport, type RawBody } from "../core/leg-transport.js";
 import { delay } from "../core/time.js";
@@ -22,20 +22,22 @@ export interface LegContext {
   onStreamEnd?(): void;
   /** Fires when the client goes away. */
   clientSignal: AbortSignal;
+  /** Fires when the client's Abort call names the request (routing/client-requests.ts): the
+   *  engine gets its Abort by the same rule as for a client that went away, and the stream
+   *  goes on to the end the engine gives it (finish_reason "abort"). */
+  abortRequested?: AbortSignal;
   waitUntil(promise: Promise<unknown>): void;
   loads: EngineLoads;
   outcomes: OutcomeReporter;
 }
 
-/** Stops a call now: closes it and, where the protocol has one, sends the Abort RPC off the
- *  response path. Abort failures are logged, never thrown: the request is over for the client. */
-function stopper<P, F>(t: LegTransport<P, F>, engine: EngineTarget, call: EngineCall<F>, requestId: string, ctx: LegContext) {
-  let stopped = false;
+/** Sends the engine the leg's Abort RPC (where the protocol has one) once, off the response
+ *  path. Failures are logged, never thrown: the request is over for the client. */
+function abortRpc<P, F>(t: LegTransport<P, F>, engine: EngineTarget, requestId: string, ctx: LegContext): () => void {
+  let sent = false;
   return () => {
-    if (stopped) return;
-    stopped = true;
-    call.close();
-    if (!t.abort) return;
+    if (sent || !t.abort) return;
+    sent = true;
     const rpc = t.abort(engine, requestId).catch((err: unknown) => {
       console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestId, error: String(err) }));
     });
@@ -43,13 +45,41 @@ function stopper<P, F>(t: LegTransport<P, F>, engine: EngineTarget, call: Engine
   };
 }
 
+/** Stops a call now: closes it and sends its Abort RPC. */
+function stopper<F>(call: EngineCall<F>, abort: () => void): () => void {
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    call.close();
+    abort();
+  };
+}
+
+/** Runs `listener` when `signal` fires (at once if it has); returns the unsubscribe. */
+function onAbort(signal: AbortSignal | undefined, listener: () => void): () => void {
+  if (!signal) return () => undefined;
+  if (signal.aborted) {
+    listener();
+    return () => undefined;
+  }
+  signal.addEventListener("abort", listener, { once: true });
+  return () => signal.removeEventListener("abort", listener);
+}
+
+/** The error a leg that the client ended ends with, if the client ended it. */
+export function endedByClient(ctx: Pick<LegContext, "clientSignal" | "abortRequested">): GatewayError | undefined {
+  if (ctx.clientSignal.aborted) return clientCancelledError();
+  return ctx.abortRequested?.aborted ? requestAbortedError() : undefined;
+}
+
 function asFailure(err: unknown): LegFailure {
   if (err instanceof LegFailure) return err;
   return new LegFailure("transport", 502, err instanceof Error ? err.message : String(err));
 }
 
-/** Runs the prefill leg to its end and returns the handoff it produced. A client disconnect
- *  aborts it at once and decode is never sent; so does the prefill timeout (504). */
+/** Runs the prefill leg to its end and returns the handoff it produced. A client disconnect or
+ *  Abort call aborts it at once and decode is never sent; so does the prefill timeout (504). */
 export async function drainPrefill<P, F>(
   t: LegTransport<P, F>,
   engine: EngineTarget,
@@ -60,9 +90,8 @@ export async function drainPrefill<P, F>(
 ): Promise<string | undefined> {
   const call = t.start(engine, payload, spec);
   const release = ctx.loads.charge(engine.name);
-  const stop = stopper(t, engine, call, spec.requestId, ctx);
-  if (ctx.clientSignal.aborted) stop();
-  else ctx.clientSignal.addEventListener("abort", stop, { once: true });
+  const stop = stopper(call, abortRpc(t, engine, spec.requestId, ctx));
+  const unlisten = [onAbort(ctx.clientSignal, stop), onAbort(ctx.abortRequested, stop)];
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -79,7 +108,8 @@ export async function drainPrefill<P, F>(
     }
   } catch (err) {
     call.close();
-    if (ctx.clientSignal.aborted) throw clientCancelledError();
+    const ended = endedByClient(ctx);
+    if (ended) throw ended;
     const f = asFailure(err);
     const e = timedOut ? legError("prefill", "timeout", engine.name, f, timeoutMs) : legError("prefill", frames === 0 ? "start" : "stream", engine.name, f);
     ctx.outcomes.report(engine, "prefill", timedOut ? 504 : f.status);
@@ -88,7 +118,7 @@ export async function drainPrefill<P, F>(
   } finally {
     clearTimeout(timer);
     release();
-    ctx.clientSignal.removeEventListener("abort", stop);
+    for (const u of unlisten) u();
   }
   ctx.outcomes.report(engine, "prefill", 200);
   return harvester.result();
@@ -131,16 +161,18 @@ export interface DetachedLeg<F> {
 }
 
 export interface OpenLegOptions {
-  /** The engine holds a KV handoff: a disconnect before the first frame defers the abort
-   *  until that frame, the stream's end or `deferredAbortMaxMs`. */
+  /** The engine holds a KV handoff: a disconnect or Abort call before the first frame defers
+   *  the engine's Abort until that frame, the stream's end or `deferredAbortMaxMs`. */
   handedOff: boolean;
   deferredAbortMaxMs: number;
   firstFrameTimeoutMs: number;
 }
 
-/** Dispatches a decode or regular leg and waits for its first frame. Abort rules: with a
- *  handoff, a disconnect before that frame defers the abort; otherwise, and after the first
- *  frame, it is immediate. Normal completion sends none. */
+/** Dispatches a decode or regular leg and waits for its first frame. Abort rules, the same
+ *  for a client that left and for its Abort call: with a handoff, before that frame the
+ *  engine's Abort is deferred until it; otherwise, and after the first frame, it is
+ *  immediate. A client that left has its call closed too; after an Abort call the stream goes
+ *  on to the engine's own end. Normal completion sends none. */
 export async function openLeg<P, F>(
   t: LegTransport<P, F>,
   engine: EngineTarget,
@@ -152,14 +184,16 @@ export async function openLeg<P, F>(
   const { leg } = spec;
   const call = t.start(engine, payload, spec);
   const release = ctx.loads.charge(engine.name);
-  const abortCall = stopper(t, engine, call, spec.requestId, ctx);
+  const sendAbort = abortRpc(t, engine, spec.requestId, ctx);
+  const abortCall = stopper(call, sendAbort);
   let state: "waiting" | "streaming" | "done" = "waiting";
+  const unlisten: (() => void)[] = [];
   const finish = () => {
     if (state === "done") return;
     const handedOver = state === "streaming";
     state = "done";
     release();
-    ctx.clientSignal.removeEventListener("abort", onClientGone);
+    for (const u of unlisten) u();
     if (handedOver) ctx.onStreamEnd?.();
   };
   let stopped = false;
@@ -173,20 +207,29 @@ export async function openLeg<P, F>(
   const first = call.next();
   let markGone: () => void = () => undefined;
   const gone = new Promise<"gone">((resolve) => (markGone = () => resolve("gone")));
-  function onClientGone(): void {
-    markGone();
-    if (state === "done") return;
+  /** Now, or, while the engine may still be pulling a handoff, once its first frame came. */
+  function byHandoffRule(abort: () => void): void {
     if (state === "waiting" && o.handedOff) {
       const settled = first.then(() => undefined, () => undefined);
-      ctx.waitUntil(Promise.race([settled, delay(o.deferredAbortMaxMs)]).then(stopNow));
+      ctx.waitUntil(Promise.race([settled, delay(o.deferredAbortMaxMs)]).then(abort));
     } else {
-      stopNow();
+      abort();
     }
   }
-  // Gone in the window after prefill finished: decode still goes out with the handoff, and
-  // the deferred abort lets it consume the blocks instead of pinning them until the lease.
-  if (ctx.clientSignal.aborted) onClientGone();
-  else ctx.clientSignal.addEventListener("abort", onClientGone, { once: true });
+  // Gone (or aborted) in the window after prefill finished: decode still goes out with the
+  // handoff, and the deferred abort lets it consume the blocks instead of pinning them until
+  // the lease.
+  unlisten.push(
+    onAbort(ctx.clientSignal, () => {
+      markGone();
+      if (state !== "done") byHandoffRule(stopNow);
+    }),
+    // An Abort call: the client still reads the stream, which the engine ends. A transport
+    // without an Abort RPC (OpenAI HTTP) is aborted only by its client closing.
+    onAbort(ctx.abortRequested, () => {
+      if (state !== "done") byHandoffRule(() => state !== "done" && sendAbort());
+    }),
+  );
 
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -201,6 +244,7 @@ export async function openLeg<P, F>(
   } catch (err) {
     finish();
     call.close();
+    // A failure after an Abort call is still the engine's: decode failover may take it.
     if (ctx.clientSignal.aborted) throw clientCancelledError();
     const f = asFailure(err);
     const e = timedOut ? legError(leg, "timeout", engine.name, f, o.firstFrameTimeoutMs) : legError(leg, "start", engine.name, f);

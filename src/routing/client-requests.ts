@@ -1,31 +1,52 @@
-// Which engines serve which client request in this isolate, so a client's Abort reaches the
-// legs of its own request (under the engine-side id of the attempt now running). An entry
-// records its owner (the data-plane credential it came with), and an Abort from anyone else
-// does not see it. Entries leave when the request ends.
-import type { EngineTarget } from "../core/types.js";
+// The client requests being served in this isolate, so a client's Abort call reaches its own
+// request: the call asks, and the request's legs abort by the same rule as for a client that
+// left (pd/leg.ts: decode deferred until its first frame while it holds a KV handoff), on
+// whichever engines serve it now (after a retry or a decode failover too). An entry records
+// its owner (the data-plane credential it came with), and an Abort from anyone else does not
+// see it. Entries leave when the request ends.
+//
+// Workers rule this follows: an Abort call is another request, and objects bound to a
+// request (its AbortSignal, its engine calls) may not be used from another one. So the Abort
+// call only resolves a promise the served request created; workerd runs that promise's
+// reactions in the request that created it, where the legs are aborted.
 
-export interface ServingEntry {
-  /** The engine-side id of the attempt now running (attempts after the first add "-<n>"). */
-  engineRequestId: string;
-  engines: EngineTarget[];
+export interface TrackedRequest {
+  /** Fires (in the served request) when an Abort call of its owner names it. */
+  abortRequested: AbortSignal;
+  /** Forgets the request (once it ended). */
+  untrack(): void;
+}
+
+interface ServingEntry {
   owner: string;
+  requestAbort(): void;
 }
 
 export class ClientRequests {
   private readonly byId = new Map<string, ServingEntry>();
 
-  /** Records the attempt now serving `clientRequestId`; the returned function forgets it. */
-  track(clientRequestId: string, entry: ServingEntry): () => void {
+  /** Records that `clientRequestId` is being served here; called in the served request. */
+  track(clientRequestId: string, owner: string): TrackedRequest {
+    const controller = new AbortController();
+    let ask: () => void = () => undefined;
+    void new Promise<void>((resolve) => (ask = resolve)).then(() => controller.abort());
+    const entry: ServingEntry = { owner, requestAbort: () => ask() };
     this.byId.set(clientRequestId, entry);
-    return () => {
-      if (this.byId.get(clientRequestId) === entry) this.byId.delete(clientRequestId);
+    return {
+      abortRequested: controller.signal,
+      untrack: () => {
+        if (this.byId.get(clientRequestId) === entry) this.byId.delete(clientRequestId);
+      },
     };
   }
 
-  /** The entry for an id, only for the owner that started it. */
-  serving(clientRequestId: string, owner: string): ServingEntry | undefined {
+  /** An Abort call of `owner` for `clientRequestId`: true when the request is served here
+   *  (its legs abort by the leg rule), false when not (or not for this owner). */
+  requestAbort(clientRequestId: string, owner: string): boolean {
     const e = this.byId.get(clientRequestId);
-    return e && e.owner === owner ? e : undefined;
+    if (!e || e.owner !== owner) return false;
+    e.requestAbort();
+    return true;
   }
 
   get size(): number {

@@ -6,7 +6,7 @@
 // engine is left for a retry, the client gets the failure that made it, not "no engine".
 import type { LoadedConfig } from "../config/load.js";
 import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
-import { GatewayError } from "../core/errors.js";
+import { GatewayError, requestAbortedError } from "../core/errors.js";
 import type { EngineKvMeta } from "../core/kv-meta.js";
 import type { LegTransport } from "../core/leg-transport.js";
 import { delay } from "../core/time.js";
@@ -17,6 +17,7 @@ import { runAttempt, type AttemptResult, type GenerationJob } from "../pd/execut
 import type { PlanInputs } from "../pd/plan.js";
 import type { OutcomeReporter } from "../pd/leg.js";
 import { engineRoutable, whyNotRoutable } from "./admission.js";
+import type { TrackedRequest } from "./client-requests.js";
 import type { IsolateState } from "./isolate.js";
 import { prefixKeyOf } from "./policies.js";
 import { exclusionAfter, nextRetryDelay, type RetryState } from "./retry.js";
@@ -76,6 +77,18 @@ interface AttemptHistory {
 }
 
 export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>): Promise<PipelineResult<F>> {
+  // Tracked for the client's Abort call from the start to the end of its stream, across
+  // attempts and decode failover: the call reaches whichever legs run then.
+  const tracked = ctx.isolate.clientRequests.track(req.clientRequestId, req.owner);
+  try {
+    return await attempts(ctx, req, tracked);
+  } catch (err) {
+    tracked.untrack();
+    throw err;
+  }
+}
+
+async function attempts<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, tracked: TrackedRequest): Promise<PipelineResult<F>> {
   const started = Date.now();
   const history: AttemptHistory = { exclude: new Set(), never: new Set(), deadlineAt: started + ctx.config.retry.deadline_ms };
   const retry: RetryState = { attempts: 0, backoffSpentMs: 0 };
@@ -83,9 +96,11 @@ export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineReque
     retry.attempts++;
     const engineRequestId = retry.attempts === 1 ? req.requestId : `${req.requestId}-${retry.attempts}`;
     try {
-      return { ...(await attempt(ctx, req, engineRequestId, history)), engineRequestId };
+      // Aborted between attempts: no engine holds the request, so nothing is sent.
+      if (tracked.abortRequested.aborted) throw requestAbortedError();
+      return { ...(await attempt(ctx, req, engineRequestId, history, tracked)), engineRequestId };
     } catch (err) {
-      if (!(err instanceof GatewayError) || ctx.clientSignal.aborted) throw err;
+      if (!(err instanceof GatewayError) || ctx.clientSignal.aborted || tracked.abortRequested.aborted) throw err;
       if (err === history.last) throw err; // no engine was left to retry on
       if (err.engine !== undefined) (exclusionAfter(err.code) === "never" ? history.never : history.exclude).add(err.engine);
       if (err.retryable === false) throw err;
@@ -99,7 +114,7 @@ export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineReque
   }
 }
 
-async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, history: AttemptHistory): Promise<AttemptResult<F>> {
+async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, history: AttemptHistory, tracked: TrackedRequest): Promise<AttemptResult<F>> {
   const { job, family } = req;
   const selection = select(ctx, req, history);
   const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
@@ -120,34 +135,24 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
           },
         };
   req.onBackend?.(selection.kind === "regular" ? "regular" : "pd");
-  const untrack = ctx.isolate.clientRequests.track(req.clientRequestId, {
-    engineRequestId: requestId,
-    engines: engines.prefill ? [engines.prefill.target, engines.decode.target] : [engines.decode.target],
-    owner: req.owner,
+  return runAttempt(family.transport, job, engines, requestId, {
+    model: job.model,
+    clientSignal: ctx.clientSignal,
+    abortRequested: tracked.abortRequested,
+    waitUntil: ctx.waitUntil,
+    loads: ctx.isolate.loads,
+    outcomes: ctx.outcomes,
+    events: ctx.events,
+    timeouts: {
+      prefillTimeoutMs: ctx.config.pd.prefill_timeout_ms,
+      firstFrameTimeoutMs: ctx.config.pd.first_frame_timeout_ms,
+      deferredAbortMaxMs: ctx.config.pd.deferred_abort_max_ms,
+      deadlineAt: history.deadlineAt,
+    },
+    mintTransferId: () => `xfer-${uuidv7()}`,
+    onStreamEnd: tracked.untrack,
+    ...(req.onDecision ? { onDecision: req.onDecision } : {}),
   });
-  try {
-    const result = await runAttempt(family.transport, job, engines, requestId, {
-      model: job.model,
-      clientSignal: ctx.clientSignal,
-      waitUntil: ctx.waitUntil,
-      loads: ctx.isolate.loads,
-      outcomes: ctx.outcomes,
-      events: ctx.events,
-      timeouts: {
-        prefillTimeoutMs: ctx.config.pd.prefill_timeout_ms,
-        firstFrameTimeoutMs: ctx.config.pd.first_frame_timeout_ms,
-        deferredAbortMaxMs: ctx.config.pd.deferred_abort_max_ms,
-        deadlineAt: history.deadlineAt,
-      },
-      mintTransferId: () => `xfer-${uuidv7()}`,
-      onStreamEnd: untrack,
-      ...(req.onDecision ? { onDecision: req.onDecision } : {}),
-    });
-    return result;
-  } catch (err) {
-    untrack();
-    throw err;
-  }
 }
 
 function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, exclude: ReadonlySet<string>, never: ReadonlySet<string>): SelectOptions {

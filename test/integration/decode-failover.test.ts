@@ -98,6 +98,26 @@ it("a truncated decode answer: failed over with the same handoff, nothing left p
   await eventually(() => expectNoPinnedBlocks(cluster!), 2_000);
 });
 
+it("the client's Abort RPC after a decode failover reaches the decode engine now serving, not the failed one", async () => {
+  cluster = await startTestCluster({ engines: [spec("prefill", "prefill"), spec("d0", "decode"), spec("d1", "decode")] });
+  await cluster.setFaults("d0", { dropConnection: true });
+  await cluster.setFaults("d1", { hang: true });
+  const gw = testGateway({ ...config(cluster, [{ name: "d0" }, { name: "d1" }]), pd: { engine_info_ttl_ms: 0, deferred_abort_max_ms: 300 } });
+  const done = generate(gw, { requestId: "fo-abort", input: { case: "text", value: PROMPT }, samplingParams: { maxTokens: 4 }, stream: true });
+  await eventually(async () => expect(await generates(cluster!, "d1")).toBe(1));
+  await gw.engineClient().abort({ requestIds: ["fo-abort"] }, { headers: { "x-model": MODEL } });
+  // d1 holds the handoff and sent no frame: its Abort waits for the cap, then ends the stream.
+  const out = await done;
+  expect(out.error).toBeUndefined();
+  expect([...out.completes.values()].map((c) => c.value.finishReason)).toEqual(["abort"]);
+  await gw.settle();
+  expect((await cluster.stats("d1")).abortedRequestIds).toEqual(["fo-abort"]);
+  expect((await cluster.stats("d0")).abortsReceived).toBe(0);
+  expect((await cluster.stats("prefill")).abortsReceived).toBe(0);
+  expect(await generates(cluster, "prefill")).toBe(1);
+  await eventually(() => expectNoPinnedBlocks(cluster!), 2_000);
+});
+
 it("a token-id request beyond the model's context is refused before any engine work, once the context is known", async () => {
   cluster = await startTestCluster({ engines: [spec("prefill", "prefill"), spec("d0", "decode")] });
   const gw = testGateway(config(cluster, [{ name: "d0" }]));

@@ -1,8 +1,12 @@
-// The Abort RPC on the gateway's VllmEngine surface. An Abort reaches only requests started
-// with the caller's own data-plane credential: engine-side request ids carry the credential's
-// tag (routing/client-requests.ts), so even an Abort fanned out to engines by id cannot end
-// another key's request. Bounded: at most MAX_ABORT_IDS ids per call, sent only to engines of
-// the model in `x-model`, at most a few calls in flight per key, and coalesced per engine
+// The Abort RPC on the gateway's VllmEngine surface. A request this isolate serves is aborted
+// through its legs (routing/client-requests.ts, pd/leg.ts): by the same rule as a client that
+// left, so decode holding a KV handoff gets its Abort after its first frame, and on the
+// engines serving it now, after a retry or a decode failover. Any other id goes to every
+// VllmEngine engine of the model in `x-model` (the request may be on another isolate).
+// An Abort reaches only requests started with the caller's own data-plane credential:
+// entries record their owner, and engine-side request ids carry the credential's tag, so even
+// an Abort fanned out to engines by id cannot end another key's request. Bounded: at most
+// MAX_ABORT_IDS ids per call, at most a few calls in flight per key, and coalesced per engine
 // (routing/abort-batches.ts: one RPC in flight per engine, carrying the ids of every call
 // that arrived meanwhile).
 import { Code, type HandlerContext } from "@connectrpc/connect";
@@ -40,20 +44,14 @@ export async function abort(req: { requestIds: string[] }, ctx: HandlerContext):
 
 async function sendAborts(gw: GatewayContext, model: string, requestIds: readonly string[]): Promise<void> {
   if (!Object.hasOwn(gw.routing.models, model)) throw new GatewayError("model_not_found", 404, `The model '${model}' does not exist`, Code.NotFound, "x-model");
-  const modelEngines = enginesOf(gw.routing, model, VLLM_ENGINE_TRANSPORTS);
-  // One RPC per engine with all the ids meant for it (the Abort message takes a list).
+  // Served here: its legs abort it (the call answers once that is under way). Elsewhere
+  // (another isolate, or already over): every VllmEngine engine of the model, under the
+  // caller's own scoped id, one RPC per engine with all the ids meant for it.
+  const elsewhere = [...new Set(requestIds)].filter((clientId) => !gw.isolate.clientRequests.requestAbort(clientId, gw.owner));
   const byEngine = new Map<string, { engine: EngineTarget; ids: string[] }>();
-  for (const clientId of new Set(requestIds)) {
-    // Served here: its legs, under the running attempt's id. Elsewhere (another isolate, or
-    // already over): every engine of the model, under the caller's own scoped id.
-    const here = gw.isolate.clientRequests.serving(clientId, gw.owner);
-    const id = here?.engineRequestId ?? engineRequestIdFor(gw.owner, clientId);
-    // Only VllmEngine engines have an Abort RPC (an OpenAI HTTP request is aborted by closing it).
-    const engines = here ? here.engines.filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport)) : modelEngines;
-    for (const engine of engines) {
-      const entry = byEngine.get(engine.name) ?? { engine, ids: [] };
-      entry.ids.push(id);
-      byEngine.set(engine.name, entry);
+  if (elsewhere.length > 0) {
+    for (const engine of enginesOf(gw.routing, model, VLLM_ENGINE_TRANSPORTS)) {
+      byEngine.set(engine.name, { engine, ids: elsewhere.map((clientId) => engineRequestIdFor(gw.owner, clientId)) });
     }
   }
   const sent = await Promise.all([...byEngine.values()].map(({ engine, ids }) => gw.isolate.abortBatches.abort(engine, ids)));

@@ -1,13 +1,31 @@
 import { expect, it } from "vitest";
 import { ClientRequests, engineRequestIdFor, OPEN_OWNER } from "../../../src/routing/client-requests.js";
 
-it("an entry is visible only to the owner that started it", () => {
+it("an Abort reaches an entry only from the owner that started it, and only while tracked", async () => {
   const r = new ClientRequests();
-  const untrack = r.track("req-1", { engineRequestId: "req-1.aaa", engines: [], owner: "aaa" });
-  expect(r.serving("req-1", "aaa")?.engineRequestId).toBe("req-1.aaa");
-  expect(r.serving("req-1", "bbb")).toBeUndefined();
-  untrack();
-  expect(r.serving("req-1", "aaa")).toBeUndefined();
+  const tracked = r.track("req-1", "aaa");
+  expect(r.requestAbort("req-1", "bbb")).toBe(false);
+  expect(r.requestAbort("req-2", "aaa")).toBe(false);
+  await Promise.resolve();
+  expect(tracked.abortRequested.aborted).toBe(false);
+  expect(r.requestAbort("req-1", "aaa")).toBe(true);
+  // Through a promise the served request created (its reactions run in that request).
+  expect(tracked.abortRequested.aborted).toBe(false);
+  await Promise.resolve();
+  expect(tracked.abortRequested.aborted).toBe(true);
+  tracked.untrack();
+  expect(r.requestAbort("req-1", "aaa")).toBe(false);
+  expect(r.size).toBe(0);
+});
+
+it("a second request under the same id replaces the first; the first's untrack leaves it", () => {
+  const r = new ClientRequests();
+  const first = r.track("dup", "aaa");
+  const second = r.track("dup", "aaa");
+  first.untrack();
+  expect(r.requestAbort("dup", "aaa")).toBe(true);
+  second.untrack();
+  expect(r.size).toBe(0);
 });
 
 it("engine-side ids carry the credential's tag, except on an open data plane", () => {
