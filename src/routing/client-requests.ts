@@ -5,10 +5,10 @@
 // its owner (the data-plane credential it came with), and an Abort from anyone else does not
 // see it. Entries leave when the request ends.
 //
-// Workers rule this follows: an Abort call is another request, and objects bound to a
-// request (its AbortSignal, its engine calls) may not be used from another one. So the Abort
-// call only resolves a promise the served request created; workerd runs that promise's
-// reactions in the request that created it, where the legs are aborted.
+// Why a promise: an Abort call is a request of its own, which has answered (and may be gone)
+// by the time a deferred abort fires. So the call only resolves a promise the served request
+// created; workerd runs that promise's reactions in the request that created it, so the
+// leg's abort (its timer, its waitUntil, its engine call) belongs to the served request.
 
 export interface TrackedRequest {
   /** Fires (in the served request) when an Abort call of its owner names it. */
