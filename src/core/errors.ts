@@ -1,6 +1,6 @@
-// The gateway-wide error type and the status mappings between Connect/gRPC codes and HTTP
-// (pd-reference 2.10). Surfaces render a GatewayError in their own shape; nothing here knows
-// about a surface, an engine transport or the PD pipeline.
+// The gateway-wide error type (its Connect code from the code table, error-codes.ts) and the
+// gRPC code -> HTTP status map (pd-reference 2.10). src/errors/ renders a GatewayError in each
+// protocol's shape; nothing here knows about a surface, an engine transport or the PD pipeline.
 import { connectCodeFor } from "./error-codes.js";
 import { Code } from "./grpc-code.js";
 
