@@ -24,6 +24,8 @@ export interface MergeLookup {
 export class IdMergeTable implements MergeLookup {
   private readonly slots: Int32Array;
   private readonly mask: number;
+  /** A pair appears twice (its first rank is found; fast-form.ts refuses such merges). */
+  readonly repeats: boolean = false;
 
   constructor(private readonly merges: Uint32Array) {
     const n = merges.length / 3;
@@ -32,8 +34,13 @@ export class IdMergeTable implements MergeLookup {
     this.mask = cap - 1;
     this.slots = new Int32Array(cap).fill(-1);
     for (let rank = 0; rank < n; rank++) {
-      let h = pairHash(merges[3 * rank]!, merges[3 * rank + 1]!) & this.mask;
-      while (this.slots[h] !== -1) h = (h + 1) & this.mask;
+      const left = merges[3 * rank]!;
+      const right = merges[3 * rank + 1]!;
+      let h = pairHash(left, right) & this.mask;
+      for (let r = this.slots[h]!; r !== -1; r = this.slots[h]!) {
+        if (merges[3 * r] === left && merges[3 * r + 1] === right) this.repeats = true;
+        h = (h + 1) & this.mask;
+      }
       this.slots[h] = rank;
     }
   }

@@ -10,7 +10,9 @@
 //   "TKFF" | u32 version | u32 header bytes | header JSON | u32 n | u32 ids[n] | u32 lens[n]
 //   | u32 blob bytes | blob | u32 m | u32 merges[3m] | sha256 of everything before (32 bytes)
 // The trailing digest catches a truncated or corrupted cache entry; a mismatch is a miss.
+import { IdMergeTable } from "./bpe-merge.js";
 import type { TokenizerBundle } from "./bundle.js";
+import { VocabIndex } from "./vocab-index.js";
 
 /** Bump when the layout or what is derived into it changes: the cache key includes it. */
 export const FAST_FORM_VERSION = 1;
@@ -48,37 +50,38 @@ interface Header {
 export function fastFormOf(bundle: TokenizerBundle, tokenizerJson: Record<string, unknown>): FastForm | undefined {
   const model = tokenizerJson.model as { type?: unknown; vocab?: unknown; merges?: unknown } | undefined;
   if (model?.type !== "BPE" || typeof model.vocab !== "object" || model.vocab === null || !Array.isArray(model.merges)) return undefined;
-  const entries = Object.entries(model.vocab as Record<string, unknown>);
-  const tokens: string[] = new Array<string>(entries.length);
-  const ids = new Uint32Array(entries.length);
-  const lens = new Uint32Array(entries.length);
-  const idOf = new Map<string, number>();
-  for (let i = 0; i < entries.length; i++) {
-    const [t, id] = entries[i]!;
+  const vocab = model.vocab as Record<string, unknown>;
+  const keys = Object.keys(vocab);
+  const ids = new Uint32Array(keys.length);
+  const lens = new Uint32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const id = vocab[keys[i]!];
     if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= 2 ** 31) return undefined;
-    tokens[i] = t;
     ids[i] = id;
-    lens[i] = t.length;
-    idOf.set(t, id);
+    lens[i] = keys[i]!.length;
   }
+  const blob = keys.join("");
   // The library overlays added tokens on the vocabulary; merges resolve against that overlay.
+  const idOf = new VocabIndex(blob, lens, ids);
+  const usedIds = new Set<number>(ids);
+  if (usedIds.size !== ids.length) return undefined;
   for (const a of (tokenizerJson.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
-    if (typeof a.content === "string" && typeof a.id === "number") idOf.set(a.content, a.id);
+    if (typeof a.content !== "string" || typeof a.id !== "number") continue;
+    // Two strings on one id would share its merges by id but not by string.
+    if (idOf.get(a.content) !== a.id && usedIds.has(a.id)) return undefined;
+    idOf.set(a.content, a.id);
+    usedIds.add(a.id);
   }
-  // Two strings on one id would share its merges by id but not by string.
-  if (new Set(idOf.values()).size !== idOf.size) return undefined;
   const merges = mergeIds(model.merges as unknown[], idOf);
   if (!merges) return undefined;
   const files = new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
-  return { sha256: bundle.sha256, files, tokenizerJson: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, bpe: { blob: tokens.join(""), lens, ids, merges } };
+  return { sha256: bundle.sha256, files, tokenizerJson: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, bpe: { blob, lens, ids, merges } };
 }
 
 /** Merges as id triples; undefined if one names a string outside the vocabulary or a pair
  *  repeats (the library keeps a repeated pair's last rank, the id table its first). */
-function mergeIds(merges: unknown[], idOf: Map<string, number>): Uint32Array | undefined {
+function mergeIds(merges: unknown[], idOf: VocabIndex): Uint32Array | undefined {
   const out = new Uint32Array(merges.length * 3);
-  const seen = new Set<number>();
-  const span = 2 ** 21;
   for (let rank = 0; rank < merges.length; rank++) {
     const m = merges[rank];
     // The library's reading of the old "a b" form: split(" ", 2).
@@ -87,15 +90,12 @@ function mergeIds(merges: unknown[], idOf: Map<string, number>): Uint32Array | u
     const left = idOf.get(a);
     const right = idOf.get(b);
     const merged = idOf.get(a + b);
-    if (left === undefined || right === undefined || merged === undefined || left >= span || right >= span) return undefined;
-    const key = left * span + right;
-    if (seen.has(key)) return undefined;
-    seen.add(key);
+    if (left === undefined || right === undefined || merged === undefined) return undefined;
     out[3 * rank] = left;
     out[3 * rank + 1] = right;
     out[3 * rank + 2] = merged;
   }
-  return out;
+  return new IdMergeTable(out).repeats ? undefined : out;
 }
 
 /** The fast form as bytes (for the cross-isolate cache); undefined when a token is not
