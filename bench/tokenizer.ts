@@ -2,9 +2,10 @@
 // VllmEngine engines (ARCHITECTURE decision 12).
 //  - bundle load per isolate: GetTokenizer from a sim engine serving the real Qwen3 bundle
 //    (fetch + sha256), unzip, parse; the first load also pays the library's module import;
-//  - load from the cross-isolate cache: the same minus GetTokenizer (ZIP bytes from a store,
-//    hashed again, unzipped, parsed). The Cache API read itself is not in this figure (local
-//    miniflare's cache is not the edge's);
+//  - load from the cross-isolate cache: the fast form the first isolate stored (issue 30:
+//    checked by its digest, id tables installed, no unzip or JSON.parse of tokenizer.json),
+//    then one encode (the first request's). The Cache API read itself is not in this figure
+//    (local miniflare's cache is not the edge's);
 //  - per-token detokenization: OpenAiResponseBuilder fed one-token stream frames;
 //  - CPU per chat request through the gateway (workerd, /proc), tokenized path vs openai-http.
 // The first three run in this Node process (same JS, V8 like workerd); the last reuses cpu.ts.
@@ -24,26 +25,33 @@ import { percentile } from "./stats.js";
 
 export interface TokenizerFigures {
   bundleZipBytes: number;
-  /** First load in the process: module import + GetTokenizer + verify + unzip + parse. */
+  /** First load in the process: module import + GetTokenizer + verify + unzip + parse (each
+   *  load figure also has the first request's template compile and prompt encode). */
   firstLoadMs: number;
   /** Median of later loads by fresh per-isolate caches (module already imported). */
   engineLoadMs: { p50: number; max: number; runs: number };
-  /** Median load from the shared store (no GetTokenizer). */
+  /** Median load from the shared store's fast form (no GetTokenizer), with a first encode. */
   cacheLoadMs: { p50: number; max: number; runs: number };
   /** Detokenization + SSE chunk building per streamed token, microseconds. */
   detokenizeUsPerToken: number;
   detokenizeTokens: number;
+  /** Wall time of the gateway's (workerd) first chat request on a fresh isolate, and the next. */
+  workerdFirstMs: number;
+  workerdSecondMs: number;
   cpu: CpuCase[];
 }
 
 function memoryStore(): BundleStore {
   const pointers = new Map<string, BundlePointer>();
   const zips = new Map<string, Uint8Array>();
+  const fastForms = new Map<string, Uint8Array>();
   return {
     pointer: async (m) => pointers.get(m),
     setPointer: async (m, p) => void pointers.set(m, p),
     zip: async (m, s) => zips.get(`${m}/${s}`),
     setZip: async (m, s, z) => void zips.set(`${m}/${s}`, z),
+    fastForm: async (s) => fastForms.get(s),
+    setFastForm: async (s, b) => void fastForms.set(s, b),
   };
 }
 
@@ -52,7 +60,10 @@ async function timedLoads(runs: number, engine: EngineConfig, store: () => Bundl
   for (let i = 0; i < runs; i++) {
     const pending: Promise<unknown>[] = [];
     const t0 = performance.now();
-    await new TokenizerBundles({ clientOf: vllmEngineClient, store }).get({ model: M.qwen3, engines: [engine], waitUntil: (p) => void pending.push(p) });
+    const t = await new TokenizerBundles({ clientOf: vllmEngineClient, store }).get({ model: M.qwen3, engines: [engine], waitUntil: (p) => void pending.push(p) });
+    // What a first chat request adds besides: its template compiled, its prompt encoded.
+    await t.chatTemplate({ hasTools: false });
+    t.tokenizer.encode("<|im_start|>user\nhello edge, how are you today?<|im_end|>\n<|im_start|>assistant\n", { addSpecialTokens: false });
     out.push(performance.now() - t0);
     await Promise.allSettled(pending); // the store writes and the second-engine check
   }
@@ -88,8 +99,15 @@ export async function measureTokenizer(ctx: BenchContext): Promise<TokenizerFigu
   const chat = (model: string, maxTokens: number, stream: boolean) =>
     JSON.stringify({ model, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hello edge, how are you today?" }], max_tokens: maxTokens, ignore_eos: true, ...(stream ? { stream: true } : {}) });
   const gw = { target: ctx.gateway.target, pid: ctx.gateway.workerPid };
-  // One request first: the isolate loads the bundle outside the measured batch.
+  // One request first: the isolate loads the bundle outside the measured batch. Its wall time
+  // (and the next one's) is the workerd figure for a fresh isolate's first chat request.
+  let t1 = performance.now();
   await once(gw.target, { path: "/v1/chat/completions", body: chat(M.qwen3, 1, false) }, 1);
+  const workerdFirstMs = performance.now() - t1;
+  t1 = performance.now();
+  await once(gw.target, { path: "/v1/chat/completions", body: chat(M.qwen3, 1, false) }, 1);
+  const workerdSecondMs = performance.now() - t1;
+  ctx.log(`tokenizer: workerd first chat request ${workerdFirstMs.toFixed(0)} ms, second ${workerdSecondMs.toFixed(0)} ms (wall, sim engines)`);
   const work = (body: string, sse: boolean) => async (t: typeof gw.target) => (await once(t, { path: "/v1/chat/completions", body, ...(sse ? { sse: true } : {}) }, 16)).events?.length ?? 0;
   const cpu: CpuCase[] = [];
   const n = Math.min(ctx.counts.cpuRequests, 400);
@@ -104,6 +122,8 @@ export async function measureTokenizer(ctx: BenchContext): Promise<TokenizerFigu
     cacheLoadMs: summary(cacheLoads),
     detokenizeUsPerToken,
     detokenizeTokens: ids.length,
+    workerdFirstMs,
+    workerdSecondMs,
     cpu,
   };
 }

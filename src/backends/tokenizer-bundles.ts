@@ -13,7 +13,8 @@ import { bundleFromZip, sha256Hex, unpackVerifiedZip, verifiedZipFromChunks, typ
 import { compileChatTemplate, type CompiledChatTemplate } from "../tokenizer/chat-template.js";
 import { TokenizerBundleError } from "../tokenizer/errors.js";
 import { selectChatTemplate, type TemplateChoice } from "../tokenizer/template-source.js";
-import { loadTokenizer, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
+import { decodeFastForm, encodeFastForm } from "../tokenizer/fast-form.js";
+import { loadTokenizerAndFastForm, loadTokenizerFromFastForm, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
 import { defaultBundleStore, type BundleStore } from "./tokenizer-store.js";
 import type { VllmEngineClient } from "./vllm-engine.js";
 
@@ -60,7 +61,8 @@ export interface TokenizerBundleDeps {
 
 interface Parsed {
   tokenizer: EdgeTokenizer;
-  bundle: TokenizerBundle;
+  /** The bundle's files but tokenizer.json (chat templates are read from them). */
+  files: ReadonlyMap<string, string>;
   templates: Map<string, Promise<CompiledChatTemplate>>;
 }
 
@@ -106,10 +108,12 @@ export class TokenizerBundles {
     const store = this.store();
     const pointer = await store.pointer(req.model);
     if (pointer) {
+      const fast = await this.fromFastForm(req.model, store, "cache", pointer.sha256, pointer.maxContextLength);
+      if (fast) return fast;
       const zip = await store.zip(req.model, pointer.sha256);
       // A cached ZIP is hashed again: the cache is not trusted more than the engine.
       if (zip && (await sha256Hex(zip)) === pointer.sha256) {
-        return this.finish(req.model, "cache", unpackVerifiedZip(zip, pointer.sha256), pointer.maxContextLength);
+        return this.fromZip(req, store, "cache", unpackVerifiedZip(zip, pointer.sha256), pointer.maxContextLength);
       }
     }
     return this.fromEngines(req, store);
@@ -135,7 +139,7 @@ export class TokenizerBundles {
       const maxContextLength = await info;
       req.waitUntil(Promise.all([store.setZip(req.model, fetched.sha256, fetched.zip), store.setPointer(req.model, { sha256: fetched.sha256, ...(maxContextLength !== undefined ? { maxContextLength } : {}) })]));
       req.waitUntil(this.sweep(req.model, req.engines.filter((e) => e !== engine)));
-      return this.finish(req.model, engine.name, bundle, maxContextLength);
+      return this.fromZip(req, store, engine.name, bundle, maxContextLength);
     }
     throw lastFailure!;
   }
@@ -145,6 +149,8 @@ export class TokenizerBundles {
     const info = req.engines[0] ? this.maxContextLength(req.engines[0]) : Promise.resolve(undefined);
     let bundle: TokenizerBundle | undefined;
     if (source.sha256 !== undefined) {
+      const fast = await this.fromFastForm(req.model, store, source.url, source.sha256.toLowerCase(), await info);
+      if (fast) return fast;
       const zip = await store.zip(req.model, source.sha256);
       if (zip) bundle = await bundleFromZip(zip, { expectedSha256: source.sha256 }).catch(() => undefined);
     }
@@ -158,7 +164,7 @@ export class TokenizerBundles {
         throw unavailable(`Tokenizer URL ${source.url}`, err, req.model);
       }
     }
-    return this.finish(req.model, source.url, bundle, await info);
+    return this.fromZip(req, store, source.url, bundle, await info);
   }
 
   /** GetTokenizer, collected and verified, within LOAD_TIMEOUT_MS. */
@@ -189,12 +195,40 @@ export class TokenizerBundles {
       });
   }
 
-  private async finish(model: string, source: string, bundle: TokenizerBundle, maxContextLength: number | undefined): Promise<ModelTokenizer> {
-    let parsed = this.parsed.get(bundle.sha256);
+  /** The bundle from its fast form in the store, undefined on a miss. The fast form carries a
+   *  digest of itself and the bundle's sha256, so a damaged or foreign entry is a miss. */
+  private async fromFastForm(model: string, store: BundleStore, source: string, sha256: string, maxContextLength: number | undefined): Promise<ModelTokenizer | undefined> {
+    if (this.parsed.has(sha256)) return this.finish(model, source, sha256, () => Promise.reject(new Error("unreachable")), maxContextLength);
+    const bytes = await store.fastForm?.(sha256);
+    const ff = bytes && (await decodeFastForm(bytes, sha256));
+    if (!ff) return undefined;
+    return this.finish(model, source, sha256, async () => ({ tokenizer: await loadTokenizerFromFastForm(ff), files: ff.files }), maxContextLength);
+  }
+
+  /** Parses an unpacked ZIP; the first isolate to do so for a sha256 stores its fast form. */
+  private fromZip(req: TokenizerRequest, store: BundleStore, source: string, bundle: TokenizerBundle, maxContextLength: number | undefined): Promise<ModelTokenizer> {
+    return this.finish(req.model, source, bundle.sha256, async () => {
+      const { tokenizer, fastForm } = await loadTokenizerAndFastForm(bundle);
+      if (fastForm && store.setFastForm) {
+        const save = store.setFastForm.bind(store);
+        // After a turn of the event loop: the request goes on first.
+        req.waitUntil(
+          new Promise((r) => setTimeout(r, 0))
+            .then(() => encodeFastForm(fastForm))
+            .then((bytes) => bytes && save(bundle.sha256, bytes))
+            .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256: bundle.sha256, error: errorText(err) }))),
+        );
+      }
+      return { tokenizer, files: fastForm?.files ?? bundle.files };
+    }, maxContextLength);
+  }
+
+  private async finish(model: string, source: string, sha256: string, parse: () => Promise<Omit<Parsed, "templates">>, maxContextLength: number | undefined): Promise<ModelTokenizer> {
+    let parsed = this.parsed.get(sha256);
     if (!parsed) {
-      parsed = loadTokenizer(bundle).then((tokenizer) => ({ tokenizer, bundle, templates: new Map() }));
-      this.parsed.set(bundle.sha256, parsed);
-      parsed.catch(() => this.parsed.delete(bundle.sha256));
+      parsed = parse().then((p) => ({ ...p, templates: new Map() }));
+      this.parsed.set(sha256, parsed);
+      parsed.catch(() => this.parsed.delete(sha256));
     }
     let p: Parsed;
     try {
@@ -204,12 +238,12 @@ export class TokenizerBundles {
     }
     return {
       model,
-      sha256: bundle.sha256,
+      sha256,
       source,
       tokenizer: p.tokenizer,
       maxContextLength,
       chatTemplate(choice) {
-        const text = selectChatTemplate(p.bundle.files, choice);
+        const text = selectChatTemplate(p.files, choice);
         let compiled = p.templates.get(text);
         if (!compiled) {
           compiled = compileChatTemplate(text);

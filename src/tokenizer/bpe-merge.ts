@@ -11,8 +11,59 @@
 
 const BUILD_SLICE = 4096;
 
+/** What WordMerge needs of a model's merges. */
+export interface MergeLookup {
+  /** The pair's merge rank, or -1 when the pair does not merge. */
+  rank(left: number, right: number): number;
+  /** The merged symbol's id of merge `rank`. */
+  merged(rank: number): number;
+}
+
+/** Merges given as id triples (left, right, merged) in rank order, pairs distinct
+ *  (fast-form.ts): an open-addressing table of ranks over them, built in one pass. */
+export class IdMergeTable implements MergeLookup {
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+  /** A pair appears twice (its first rank is found; fast-form.ts refuses such merges). */
+  readonly repeats: boolean = false;
+
+  constructor(private readonly merges: Uint32Array) {
+    const n = merges.length / 3;
+    let cap = 16;
+    while (cap < n * 2) cap *= 2;
+    this.mask = cap - 1;
+    this.slots = new Int32Array(cap).fill(-1);
+    for (let rank = 0; rank < n; rank++) {
+      const left = merges[3 * rank]!;
+      const right = merges[3 * rank + 1]!;
+      let h = pairHash(left, right) & this.mask;
+      for (let r = this.slots[h]!; r !== -1; r = this.slots[h]!) {
+        if (merges[3 * r] === left && merges[3 * r + 1] === right) this.repeats = true;
+        h = (h + 1) & this.mask;
+      }
+      this.slots[h] = rank;
+    }
+  }
+
+  merged(rank: number): number {
+    return this.merges[3 * rank + 2]!;
+  }
+
+  rank(left: number, right: number): number {
+    const m = this.merges;
+    for (let h = pairHash(left, right) & this.mask; ; h = (h + 1) & this.mask) {
+      const r = this.slots[h]!;
+      if (r === -1 || (m[3 * r] === left && m[3 * r + 1] === right)) return r;
+    }
+  }
+}
+
+function pairHash(left: number, right: number): number {
+  return Math.imul(left ^ Math.imul(right, 0x9e3779b1), 0x85ebca6b) ^ (left >>> 7);
+}
+
 /** The model's merges by pair of ids: rank and the merged symbol's id. */
-export class MergeTable {
+export class MergeTable implements MergeLookup {
   private readonly byPair = new Map<number, number>();
   /** The merged symbol's id, by rank. */
   readonly newIdOfRank: Int32Array;
@@ -48,8 +99,13 @@ export class MergeTable {
     return left * this.vocabSize + right;
   }
 
+  merged(rank: number): number {
+    return this.newIdOfRank[rank]!;
+  }
+
   /** The pair's merge rank, or -1 when the pair does not merge. */
   rank(left: number, right: number): number {
+    if (left >= this.vocabSize || right >= this.vocabSize) return -1; // keys would collide
     return this.byPair.get(this.key(left, right)) ?? -1;
   }
 }
@@ -73,7 +129,7 @@ export class WordMerge {
   /** `ids`: the word's initial symbols (one per byte for byte-level BPE). Taken over. */
   constructor(
     ids: Int32Array,
-    private readonly table: MergeTable,
+    private readonly table: MergeLookup,
   ) {
     if (ids.length > MAX_MERGE_WORD) throw new RangeError(`a word of ${ids.length} symbols is longer than ${MAX_MERGE_WORD}`);
     const n = ids.length;
@@ -116,7 +172,7 @@ export class WordMerge {
       if (right === -1) continue;
       // A stale entry: the pair at `pos` changed since it was queued.
       if (table.rank(ids[pos]!, ids[right]!) !== rank) continue;
-      ids[pos] = table.newIdOfRank[rank]!;
+      ids[pos] = table.merged(rank);
       ids[right] = -1;
       this.live--;
       const after = next[right]!;

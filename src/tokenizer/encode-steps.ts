@@ -8,7 +8,7 @@
 // so the same ids, which the parity suite checks against HF's Rust tokenizer. Pieces of
 // LONG_WORD characters or more skip the library's model for MergeTable/WordMerge (the
 // library's merge loop costs ~10 µs and hundreds of bytes per character of one long word).
-import { MergeTable, WordMerge } from "./bpe-merge.js";
+import { MergeTable, WordMerge, type MergeLookup } from "./bpe-merge.js";
 import { TokenizerLimitError } from "./errors.js";
 import type { NormalizerJson } from "./prompt-bound.js";
 
@@ -79,16 +79,19 @@ export class EncodeSteps {
   /** Merges can be run by WordMerge (plain BPE: no dropout, affixes or unk fusing). */
   private readonly fastBpe: boolean;
   /** undefined: not built yet; null: the merges cannot be run by WordMerge. */
-  private table: MergeTable | undefined | null;
+  private table: MergeLookup | undefined | null;
   private byteIds: Int32Array | undefined;
   /** The longest vocabulary string, in UTF-16 units: no token covers more symbols of a piece. */
   readonly maxTokenUnits: number;
   /** The most UTF-8 bytes of normalized text one token covers (prompt-bound.ts). */
   readonly maxTokenBytes: number;
 
+  /** `prebuilt`: the merge table and longest model token when the model was built from id
+   *  tables (bpe-tables.ts), whose vocabulary is not walked here. */
   constructor(
     private readonly hf: HfParts,
     json: TokenizerJsonShape,
+    private readonly prebuilt?: { table: () => MergeLookup; longestToken: number },
   ) {
     this.added = hf.added_tokens_map;
     this.model = hf.model;
@@ -97,7 +100,8 @@ export class EncodeSteps {
     this.fastBpe = json.model?.type === "BPE" && Array.isArray(m.merges) && !m.fuse_unk && !m.end_of_word_suffix && !m.continuing_subword_suffix && (json.model.dropout ?? null) === null;
     this.split = lazySplit(hf, json);
     let longest = 0;
-    for (const t of m.vocab) if (typeof t === "string" && t.length > longest && !this.added.has(t)) longest = t.length;
+    if (prebuilt) longest = prebuilt.longestToken;
+    else for (const t of m.vocab) if (typeof t === "string" && t.length > longest && !this.added.has(t)) longest = t.length;
     let addedBytes = 0;
     const utf8 = new TextEncoder();
     for (const t of this.added.keys()) {
@@ -229,6 +233,7 @@ export class EncodeSteps {
 
   /** Builds the merge table once, in slices (false when the model's merges cannot be). */
   private *mergeTable(): Generator<number, boolean> {
+    if (this.table === undefined && this.prebuilt) this.table = this.prebuilt.table();
     if (this.table === undefined) {
       const m = this.model;
       this.table = (yield* MergeTable.build(m.merges ?? [], (t) => m.tokens_to_ids.get(t), m.vocab.length)) ?? null;

@@ -1,9 +1,12 @@
 // The model's tokenizer at the edge: @huggingface/tokenizers (pure JS, no WASM) over the bundle's
 // tokenizer.json + tokenizer_config.json. The library is imported lazily so a Worker that never
 // serves OpenAI-over-VllmEngine traffic does not pay for evaluating it at startup.
+import type { MergeLookup } from "./bpe-merge.js";
+import { installBpe, type LibBpeModel } from "./bpe-tables.js";
 import { bundleJson, type TokenizerBundle } from "./bundle.js";
 import { EncodeSteps, type EncodeContext, type HfParts, type TokenizerJsonShape } from "./encode-steps.js";
 import { TokenizerBundleError } from "./errors.js";
+import { fastFormOf, type BpeTables, type FastForm } from "./fast-form.js";
 import { normalizerShrink, promptByteBound } from "./prompt-bound.js";
 
 export interface EncodeOptions {
@@ -58,6 +61,7 @@ interface HfTokenizer extends HfParts {
   decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
   token_to_id(token: string): number | undefined;
   get_added_tokens_decoder(): Map<number, { special: boolean }>;
+  added_tokens: { content: string; id: number }[];
 }
 
 /** The token text of a tokenizer_config special-token entry (a string or an AddedToken dict). */
@@ -75,13 +79,35 @@ function idList(value: unknown): number[] {
   return [];
 }
 
-export async function loadTokenizer(bundle: TokenizerBundle): Promise<EdgeTokenizer> {
-  const tokenizerJson = bundleJson(bundle, "tokenizer.json");
+/** The tokenizer from a bundle's ZIP files. `plain` builds it with the library's own
+ *  constructor (the reference the fast form is checked against); otherwise a BPE model is
+ *  built from id tables (bpe-tables.ts), which is faster and gives the same ids. */
+export async function loadTokenizer(bundle: TokenizerBundle, options: { plain?: boolean } = {}): Promise<EdgeTokenizer> {
+  return (await loadTokenizerAndFastForm(bundle, options)).tokenizer;
+}
+
+/** loadTokenizer, and the bundle's fast form (undefined when the model has none). */
+export async function loadTokenizerAndFastForm(bundle: TokenizerBundle, options: { plain?: boolean } = {}): Promise<{ tokenizer: EdgeTokenizer; fastForm: FastForm | undefined }> {
+  const tokenizerJson = bundleJson(bundle, "tokenizer.json") ?? {};
+  const fastForm = options.plain ? undefined : fastFormOf(bundle, tokenizerJson);
+  const tokenizer = fastForm ? await loadTokenizerFromFastForm(fastForm) : await build(bundle.files, tokenizerJson, undefined);
+  return { tokenizer, fastForm };
+}
+
+/** The tokenizer from its fast form (no unzip, no JSON.parse of the vocabulary). */
+export function loadTokenizerFromFastForm(ff: FastForm): Promise<EdgeTokenizer> {
+  return build(ff.files, ff.tokenizerJson, ff.bpe);
+}
+
+async function build(files: ReadonlyMap<string, string>, tokenizerJson: Record<string, unknown>, bpe: BpeTables | undefined): Promise<EdgeTokenizer> {
+  const bundle: TokenizerBundle = { files, sha256: "", zipBytes: 0 };
   const config = bundleJson(bundle, "tokenizer_config.json") ?? {};
   const { Tokenizer } = await import("@huggingface/tokenizers");
   let hf: HfTokenizer;
+  let prebuilt: { table: () => MergeLookup; longestToken: number } | undefined;
   try {
     hf = new Tokenizer(tokenizerJson as object, config) as unknown as HfTokenizer;
+    if (bpe) prebuilt = installBpe(hf.model as unknown as LibBpeModel, bpe, hf.added_tokens);
   } catch (err) {
     throw new TokenizerBundleError("invalid_file", `tokenizer.json could not be loaded (${(err as Error).message})`, { cause: err });
   }
@@ -97,7 +123,7 @@ export async function loadTokenizer(bundle: TokenizerBundle): Promise<EdgeTokeni
   if (eosId !== undefined) addEos([eosId]);
   const bosText = specialTokenText(config.bos_token);
 
-  const steps = new EncodeSteps(hf, tokenizerJson as TokenizerJsonShape);
+  const steps = new EncodeSteps(hf, tokenizerJson as TokenizerJsonShape, prebuilt);
   const shrink = normalizerShrink((tokenizerJson as TokenizerJsonShape).normalizer);
 
   return {

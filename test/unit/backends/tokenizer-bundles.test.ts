@@ -66,6 +66,22 @@ function memoryStore(): BundleStore & { zips: Map<string, Uint8Array> } {
   };
 }
 
+/** A store that keeps fast forms too (by sha256), with its maps open to the test. */
+function fastStore() {
+  const fasts = new Map<string, Uint8Array>();
+  const pointers = new Map<string, BundlePointer>();
+  const base = memoryStore();
+  return {
+    ...base,
+    fasts,
+    pointers,
+    pointer: async (m: string) => pointers.get(m),
+    setPointer: async (m: string, p: BundlePointer) => void pointers.set(m, p),
+    fastForm: async (sha: string) => fasts.get(sha),
+    setFastForm: async (sha: string, b: Uint8Array) => void fasts.set(sha, b),
+  };
+}
+
 function request(names: string[], pending: Promise<unknown>[] = []): TokenizerRequest {
   return { model: "qwen3", engines: names.map(engine), waitUntil: (p) => void pending.push(p) };
 }
@@ -166,5 +182,44 @@ describe("TokenizerBundles", () => {
     const wrong = "0".repeat(64);
     const e = await failure(new TokenizerBundles({ clientOf, store: () => memoryStore(), fetchZip }).get({ ...request(["a"]), override: { url: "https://models.test/qwen3.zip", sha256: wrong } }));
     expect(e!.message).toMatch(/^Tokenizer URL https:\/\/models\.test\/qwen3\.zip gave no usable tokenizer for model 'qwen3': tokenizer bundle: sha256 mismatch/);
+  });
+
+  it("the isolate that parses a ZIP stores its fast form; cold isolates load it without the ZIP; a new bundle sha256 or a bad entry is rebuilt", async () => {
+    const store = fastStore();
+    const pending: Promise<unknown>[] = [];
+    const first = await new TokenizerBundles({ clientOf: fakeEngines({ a: "good" }).clientOf, store: () => store }).get(request(["a"], pending));
+    await Promise.all(pending);
+    const sha = qwen3BundleZip().sha256;
+    expect([...store.fasts.keys()]).toEqual([sha]);
+    const zips = new Map(store.zips);
+    store.zips.clear(); // only the fast form is left to load from
+    const cold = fakeEngines({ a: "good" });
+    const t = await new TokenizerBundles({ clientOf: cold.clientOf, store: () => store }).get(request(["a"]));
+    expect(cold.calls.a).toBeUndefined();
+    expect(t).toMatchObject({ source: "cache", sha256: sha, maxContextLength: 40_960 });
+    const text = "Hello, world! 你好 😀 <|im_start|>user\nhi<|im_end|>";
+    expect(t.tokenizer.encode(text)).toEqual(first.tokenizer.encode(text));
+    // The chat template comes from the fast form's copy of tokenizer_config.json.
+    await expect(t.chatTemplate({ hasTools: false })).resolves.toBeDefined();
+
+    // A damaged entry is a miss: the ZIP is parsed and the fast form written again.
+    const good = store.fasts.get(sha)!;
+    store.fasts.set(sha, good.subarray(0, 1000));
+    for (const [k, z] of zips) store.zips.set(k, z);
+    const rebuilt: Promise<unknown>[] = [];
+    expect((await new TokenizerBundles({ clientOf: fakeEngines({ a: "good" }).clientOf, store: () => store }).get(request(["a"], rebuilt))).source).toBe("cache");
+    await Promise.all(rebuilt);
+    expect(store.fasts.get(sha)).toEqual(good);
+
+    // The engines now serve another bundle (the pointer expired): its own fast form is built.
+    store.pointers.clear();
+    const next: Promise<unknown>[] = [];
+    const other = await new TokenizerBundles({ clientOf: fakeEngines({ a: "other-bundle" }).clientOf, store: () => store }).get(request(["a"], next));
+    await Promise.all(next);
+    expect(other.sha256).not.toBe(sha);
+    expect([...store.fasts.keys()].sort()).toEqual([sha, other.sha256].sort());
+    const coldOther = fakeEngines({ a: "good" });
+    expect(await new TokenizerBundles({ clientOf: coldOther.clientOf, store: () => store }).get(request(["a"]))).toMatchObject({ source: "cache", sha256: other.sha256 });
+    expect(coldOther.calls.a).toBeUndefined();
   });
 });

@@ -1,0 +1,178 @@
+// The tokenizer's fast form (issue 30): what a cold isolate needs to build the tokenizer
+// without unzipping the bundle or JSON.parse of its 11 MB tokenizer.json. A BPE model's
+// vocabulary and merges are most of that file and most of its load time (the library builds a
+// Map of the vocabulary and a Map keyed by JSON.stringify of every merge); here they are
+// binary: the vocabulary as one UTF-8 blob with ids and UTF-16 lengths, the merges as id
+// triples (left, right, merged) in rank order. Everything else (tokenizer.json without
+// vocab/merges, and the bundle's other small files) is one JSON header.
+//
+// Layout (little-endian, sections 4-byte aligned):
+//   "TKFF" | u32 version | u32 header bytes | header JSON | u32 n | u32 ids[n] | u32 lens[n]
+//   | u32 blob bytes | blob | u32 m | u32 merges[3m] | sha256 of everything before (32 bytes)
+// The trailing digest catches a truncated or corrupted cache entry; a mismatch is a miss.
+import { IdMergeTable } from "./bpe-merge.js";
+import type { TokenizerBundle } from "./bundle.js";
+import { VocabIndex } from "./vocab-index.js";
+
+/** Bump when the layout or what is derived into it changes: the cache key includes it. */
+export const FAST_FORM_VERSION = 1;
+const MAGIC = 0x4646_4b54; // "TKFF"
+
+/** A BPE model's vocabulary and merges, resolved to ids. */
+export interface BpeTables {
+  /** Model vocabulary (before added tokens): entry e is blob[sum(lens[..e]) ..][lens[e]]
+   *  (UTF-16 units), with id ids[e]. */
+  blob: string;
+  lens: Uint32Array;
+  ids: Uint32Array;
+  /** Merge `rank` is (left, right) -> merged, at [3 * rank ...]. */
+  merges: Uint32Array;
+}
+
+/** What the tokenizer is built from: the bundle's files except tokenizer.json, and
+ *  tokenizer.json itself with the model's vocab and merges taken out into `bpe`. */
+export interface FastForm {
+  sha256: string;
+  files: ReadonlyMap<string, string>;
+  tokenizerJson: Record<string, unknown>;
+  bpe: BpeTables;
+}
+
+interface Header {
+  version: number;
+  sha256: string;
+  files: Record<string, string>;
+  tokenizerJson: Record<string, unknown>;
+}
+
+/** The fast form of a parsed bundle, or undefined when its model is not a BPE whose merges
+ *  all resolve to distinct vocabulary ids (then the ZIP path is the only path). */
+export function fastFormOf(bundle: TokenizerBundle, tokenizerJson: Record<string, unknown>): FastForm | undefined {
+  const model = tokenizerJson.model as { type?: unknown; vocab?: unknown; merges?: unknown } | undefined;
+  if (model?.type !== "BPE" || typeof model.vocab !== "object" || model.vocab === null || !Array.isArray(model.merges)) return undefined;
+  const vocab = model.vocab as Record<string, unknown>;
+  const keys = Object.keys(vocab);
+  const ids = new Uint32Array(keys.length);
+  const lens = new Uint32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const id = vocab[keys[i]!];
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= 2 ** 31) return undefined;
+    ids[i] = id;
+    lens[i] = keys[i]!.length;
+  }
+  const blob = keys.join("");
+  // The library overlays added tokens on the vocabulary; merges resolve against that overlay.
+  const idOf = new VocabIndex(blob, lens, ids);
+  const usedIds = new Set<number>(ids);
+  if (usedIds.size !== ids.length) return undefined;
+  for (const a of (tokenizerJson.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
+    if (typeof a.content !== "string" || typeof a.id !== "number") continue;
+    // Two strings on one id would share its merges by id but not by string.
+    if (idOf.get(a.content) !== a.id && usedIds.has(a.id)) return undefined;
+    idOf.set(a.content, a.id);
+    usedIds.add(a.id);
+  }
+  const merges = mergeIds(model.merges as unknown[], idOf);
+  if (!merges) return undefined;
+  const files = new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
+  return { sha256: bundle.sha256, files, tokenizerJson: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, bpe: { blob, lens, ids, merges } };
+}
+
+/** Merges as id triples; undefined if one names a string outside the vocabulary or a pair
+ *  repeats (the library keeps a repeated pair's last rank, the id table its first). */
+function mergeIds(merges: unknown[], idOf: VocabIndex): Uint32Array | undefined {
+  const out = new Uint32Array(merges.length * 3);
+  for (let rank = 0; rank < merges.length; rank++) {
+    const m = merges[rank];
+    // The library's reading of the old "a b" form: split(" ", 2).
+    const [a, b] = typeof m === "string" ? m.split(" ", 2) : Array.isArray(m) ? (m as unknown[]) : [];
+    if (typeof a !== "string" || typeof b !== "string") return undefined;
+    const left = idOf.get(a);
+    const right = idOf.get(b);
+    const merged = idOf.get(a + b);
+    if (left === undefined || right === undefined || merged === undefined) return undefined;
+    out[3 * rank] = left;
+    out[3 * rank + 1] = right;
+    out[3 * rank + 2] = merged;
+  }
+  return new IdMergeTable(out).repeats ? undefined : out;
+}
+
+/** The fast form as bytes (for the cross-isolate cache); undefined when a token is not
+ *  well-formed UTF-16 (UTF-8 would change its length). */
+export async function encodeFastForm(ff: FastForm): Promise<Uint8Array | undefined> {
+  const utf8 = new TextEncoder();
+  const header: Header = { version: FAST_FORM_VERSION, sha256: ff.sha256, files: Object.fromEntries(ff.files), tokenizerJson: ff.tokenizerJson };
+  const headerBytes = utf8.encode(JSON.stringify(header));
+  const blob = utf8.encode(ff.bpe.blob);
+  if (new TextDecoder().decode(blob) !== ff.bpe.blob) return undefined;
+  const n = ff.bpe.ids.length;
+  const size = 12 + pad(headerBytes.length) + 4 + 8 * n + 4 + pad(blob.length) + 4 + ff.bpe.merges.byteLength;
+  const out = new Uint8Array(size + 32);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  const u32 = (v: number) => {
+    view.setUint32(at, v, true);
+    at += 4;
+  };
+  const bytes = (b: Uint8Array) => {
+    out.set(b, at);
+    at += pad(b.length);
+  };
+  u32(MAGIC);
+  u32(FAST_FORM_VERSION);
+  u32(headerBytes.length);
+  bytes(headerBytes);
+  u32(n);
+  bytes(asBytes(ff.bpe.ids));
+  bytes(asBytes(ff.bpe.lens));
+  u32(blob.length);
+  bytes(blob);
+  u32(ff.bpe.merges.length / 3);
+  bytes(asBytes(ff.bpe.merges));
+  out.set(new Uint8Array(await crypto.subtle.digest("SHA-256", out.subarray(0, size))), size);
+  return out;
+}
+
+/** Reads fast-form bytes; undefined (a cache miss) unless they are intact, of this version
+ *  and of the bundle `sha256`. */
+export async function decodeFastForm(data: Uint8Array, sha256: string): Promise<FastForm | undefined> {
+  try {
+    if (data.length < 44) return undefined;
+    if (data.byteOffset % 4 !== 0) data = data.slice(); // typed views need alignment
+    const size = data.length - 32;
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data.subarray(0, size)));
+    if (!digest.every((b, i) => b === data[size + i])) return undefined;
+    const view = new DataView(data.buffer, data.byteOffset, size);
+    let at = 0;
+    const u32 = () => {
+      const v = view.getUint32(at, true);
+      at += 4;
+      return v;
+    };
+    if (u32() !== MAGIC || u32() !== FAST_FORM_VERSION) return undefined;
+    const headerLen = u32();
+    const header = JSON.parse(new TextDecoder().decode(data.subarray(at, at + headerLen))) as Header;
+    at += pad(headerLen);
+    if (header.version !== FAST_FORM_VERSION || header.sha256 !== sha256) return undefined;
+    const n = u32();
+    const ids = new Uint32Array(data.buffer, data.byteOffset + at, n);
+    at += 4 * n;
+    const lens = new Uint32Array(data.buffer, data.byteOffset + at, n);
+    at += 4 * n;
+    const blobLen = u32();
+    const blob = new TextDecoder().decode(data.subarray(at, at + blobLen));
+    at += pad(blobLen);
+    const m = u32();
+    const merges = new Uint32Array(data.buffer, data.byteOffset + at, 3 * m);
+    let units = 0;
+    for (let i = 0; i < n; i++) units += lens[i]!;
+    if (units !== blob.length) return undefined;
+    return { sha256, files: new Map(Object.entries(header.files)), tokenizerJson: header.tokenizerJson, bpe: { blob, lens, ids, merges } };
+  } catch {
+    return undefined;
+  }
+}
+
+const pad = (n: number) => (n + 3) & ~3;
+const asBytes = (a: Uint32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
