@@ -16,9 +16,9 @@
 // cancelled too, and with both branches gone the engine's body is.
 //
 // An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe when its
-// next chunk comes: the engine's body is cancelled and the client's body is broken off (its
-// bytes went ahead of the watch, so no error event can follow them: workerd errors a pipe's
-// destination when its signal aborts it); the stream ends as `<leg>_event_too_large`.
+// next chunk comes: the engine's body is cancelled, and the client's body (left open by
+// preventAbort) gets a blank line, ending the event's first bytes that went ahead of the
+// watch, then the gateway's `<leg>_event_too_large` error event.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
@@ -153,7 +153,7 @@ export class NativeRelay {
    *  cancelled the client's body while the copy reads on), or else the engine's body broke off
    *  (the copy breaks too; the client's body, still open, gets the gateway's error event). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
-    if (this.tooLarge && !this.clientLeft) return this.finish(failedWith(this.tooLarge)); // the watch is stopped
+    if (this.tooLarge && !this.clientLeft) return this.sendError(this.tooLarge, true); // the watch is stopped
     if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
