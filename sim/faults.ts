@@ -45,6 +45,9 @@ export function validateFault(value: unknown, path: string): SimFault {
     }
     checkCode(m.code, `${path}.failMidStream.code`);
     if (m.message !== undefined && typeof m.message !== "string") throw new Error(`${path}.failMidStream.message: must be a string`);
+    if (m.sse !== undefined && !["error-event", "reset", "no-done"].includes(m.sse as string)) {
+      throw new Error(`${path}.failMidStream.sse: must be "error-event", "reset" or "no-done"`);
+    }
   }
   if (f.failAfterFrames !== undefined) {
     const m = f.failAfterFrames as Record<string, unknown>;

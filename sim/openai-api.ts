@@ -209,6 +209,10 @@ async function streamResponse(
     if (res.destroyed) return;
     if (ev.type === "error") {
       if (!res.headersSent) return sendOpenAiError(res, errorStatus(ev), ev.message);
+      // Faults a real engine's stream can also end in: a connection that breaks off, or a
+      // response that ends without [DONE].
+      if (ev.sse === "reset") return void res.destroy();
+      if (ev.sse === "no-done") return void res.end();
       // As vLLM's stream generators do: the error event, then [DONE] (serving_completion.py,
       // serving_chat.py: `yield f"data: {data}\n\n"` in the except, then `yield "data: [DONE]\n\n"`).
       res.write(`data: ${JSON.stringify(openAiError(errorStatus(ev), ev.message))}\n\ndata: [DONE]\n\n`);

@@ -44,7 +44,7 @@ export type GenEvent =
       matchedTokenId?: number;
       kvTransferParams?: KvParams;
     }
-  | { type: "error"; code: Code; message: string; httpStatus?: number };
+  | { type: "error"; code: Code; message: string; httpStatus?: number; sse?: "error-event" | "reset" | "no-done" };
 
 /** What a run needs from its engine. */
 export interface RunHost {
@@ -219,6 +219,7 @@ export class Run {
         return this.settle("failed", {
           code: parseCode(m.code) ?? Code.Internal,
           message: m.message ?? `injected failMidStream after ${m.afterTokens} tokens (${m.code})`,
+          ...(m.sse ? { sse: m.sse } : {}),
         });
       }
       if (!(await sleep(cfg.latency.perOutputTokenMs, this.controller.signal))) return;
@@ -286,7 +287,7 @@ export class Run {
   }
 
   /** The single place a run ends. Idempotent; the first outcome wins. */
-  private async settle(outcome: Outcome, error?: { code: Code; message: string; httpStatus?: number }): Promise<void> {
+  private async settle(outcome: Outcome, error?: Omit<Extract<GenEvent, { type: "error" }>, "type">): Promise<void> {
     if (this.outcome !== undefined) return;
     this.outcome = outcome;
     const { stats } = this.host;

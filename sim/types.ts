@@ -9,8 +9,11 @@ export interface SimFault {
   /** Fail the Generate call / OpenAI request before any output, with this Connect code name
    *  (e.g. "unavailable", "invalid_argument", "internal") or, on the OpenAI API, HTTP status. */
   failStart?: { code: string; message?: string; httpStatus?: number };
-  /** Emit this many output tokens, then fail the stream with this code. */
-  failMidStream?: { afterTokens: number; code: string; message?: string };
+  /** Emit this many output tokens, then fail the stream with this code. `sse` (OpenAI
+   *  streaming only): how the SSE stream fails: vLLM's error event and [DONE] ("error-event",
+   *  the default), the connection reset with no more bytes ("reset"), or a clean end with no
+   *  [DONE] ("no-done"). */
+  failMidStream?: { afterTokens: number; code: string; message?: string; sse?: "error-event" | "reset" | "no-done" };
   /** gRPC only: send this many response frames normally, then fail the stream with this
    *  code (a stream error after the first message, whatever the stream mode). */
   failAfterFrames?: { frames: number; code: string; message?: string };

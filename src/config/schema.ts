@@ -90,10 +90,12 @@ function build() {
       /** Where the OpenAI surface gets this model's tokenizer when its VllmEngine engines have no
        *  GetTokenizer: a ZIP of the tokenizer files (docs/tokenizer.md). */
       tokenizer: tokenizerSourceSchema.optional(),
-      /** How the OpenAI surface relays this model's SSE streams: "inspect" watches every
-       *  chunk (token counts, TPOT, in-band errors rewritten); "native" hands the engine's
-       *  body to the runtime untouched (pass-through cost; TTFT only). docs/configuration.md. */
-      sse_relay: z.enum(["inspect", "native"]).default("inspect"),
+      /** How the OpenAI surface relays this model's SSE streams: "native" (the default) hands
+       *  the engine's body to the runtime's own pipe and watches a copy behind it (about the
+       *  pass-through's cost; an engine's in-band error event reaches the client as vLLM wrote
+       *  it); "inspect" watches every chunk on its way (in-band errors rewritten). See
+       *  docs/configuration.md. */
+      sse_relay: z.enum(["inspect", "native"]).default("native"),
     })
     .strict();
 

@@ -1,7 +1,7 @@
 // A client that closes an OpenAI SSE stream mid-decode, against a real workerd on its own
 // socket: the relay (api/openai/relay.ts) must see the runtime cancel the body, stop reading
 // the engine's body and abort the decode leg, so nothing stays active or pinned. Both relays:
-// the default inspecting one and `sse_relay: "native"`.
+// `sse_relay: "inspect"` ("m") and the native default ("m-native").
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
@@ -26,7 +26,7 @@ beforeAll(async () => {
   const pair = (model: string) => ({ prefill: engines(`${model}-prefill`), decode: engines(`${model}-decode`) });
   gateway = await startWranglerDev({
     auth: { data_plane: "open" },
-    models: { m: pair("m"), "m-native": { ...pair("m-native"), sse_relay: "native" } },
+    models: { m: { ...pair("m"), sse_relay: "inspect" }, "m-native": pair("m-native") },
     pd: { engine_info_ttl_ms: 0 },
   });
   const worker = gateway.workerd().worker;

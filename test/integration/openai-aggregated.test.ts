@@ -12,9 +12,10 @@ afterEach(async () => {
   cluster = undefined;
 });
 
-async function start(latency = FAST, url?: string) {
+async function start(latency = FAST, url?: string, sseRelay?: "inspect" | "native") {
   cluster = await startTestCluster({ engines: [{ name: "engine", role: "both", kvConnector: "none", model: MODEL, port: 0, latency }] });
-  return testGateway({ models: { [MODEL]: { regular: [{ name: "engine", url: url ?? cluster.url("engine"), transport: "openai-http" }] } }, retry: { disabled: true } });
+  const relay = sseRelay ? { sse_relay: sseRelay } : {};
+  return testGateway({ models: { [MODEL]: { regular: [{ name: "engine", url: url ?? cluster.url("engine"), transport: "openai-http" }], ...relay } }, retry: { disabled: true } });
 }
 
 it.each([false, true])("proxies chat (stream=%s, n=2) to one engine, no PD header", async (stream) => {
@@ -74,12 +75,23 @@ it("transport error -> 502 engine_request_failed", async () => {
   expect(res.headers.get("x-gateway-error-code")).toBe("engine_request_failed");
 });
 
-it("mid-stream failure -> one final engine_stream_error event", async () => {
-  const gw = await start();
+it("mid-stream failure (sse_relay inspect) -> one final engine_stream_error event", async () => {
+  const gw = await start(FAST, undefined, "inspect");
   await cluster!.setFaults("engine", { failMidStream: { afterTokens: 1, code: "internal", message: "gone" } });
   const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y", max_tokens: 6, ignore_eos: true, stream: true });
   const events = (await res.text()).split("\n\n").filter(Boolean);
   expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({ error: { message: "gone (engine 'engine')", type: "server_error", param: null, code: "engine_stream_error" } });
+});
+
+it("mid-stream failure (the native default) -> vLLM's own error event and [DONE]; metrics name the failure", async () => {
+  const gw = await start();
+  await cluster!.setFaults("engine", { failMidStream: { afterTokens: 1, code: "internal", message: "gone" } });
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y", max_tokens: 6, ignore_eos: true, stream: true });
+  const events = (await res.text()).split("\n\n").filter(Boolean);
+  expect(events.at(-1)).toBe("data: [DONE]");
+  expect(JSON.parse(events.at(-2)!.slice(6))).toMatchObject({ error: { message: "gone", code: 500 } });
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 500, errorCode: "engine_stream_error", streaming: true }]);
 });
 
 it("client abort mid-stream closes the engine's request", async () => {

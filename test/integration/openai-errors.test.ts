@@ -141,10 +141,12 @@ describe("decode leg", () => {
     expect((err as APIError).status).toBe(status);
   });
 
-  it("decode fails mid-stream -> the chunks it sent, then one final SSE error event", async () => {
+  // The inspecting relay replaces vLLM's in-band error event with the gateway's (the native
+  // default's: openai-native-relay.test.ts).
+  it("decode fails mid-stream (sse_relay inspect) -> the chunks it sent, then one final SSE error event", async () => {
     cluster = await startTestCluster({ engines: httpPairSpecs() });
     await cluster.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid" } });
-    const gw = testGateway(httpPairConfig(cluster));
+    const gw = testGateway(httpPairConfig(cluster, { sseRelay: "inspect" }));
     const res = await post(gw, "/v1/chat/completions", chat({ stream: true, max_tokens: 8, ignore_eos: true }));
     expect(res.status).toBe(200);
     const events = (await res.text()).split("\n\n").filter((e) => e !== "");
@@ -227,7 +229,9 @@ describe("retries (pd-reference 6: the whole attempt, before anything reached th
     await cluster.setFaults("decode", { failMidStream: { afterTokens: 1, code: "unavailable", message: "x" } });
     const gw = testGateway(httpPairConfig(cluster, { retries: true }));
     const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y", n: 2, stream: true, max_tokens: 5, ignore_eos: true });
-    expect(await res.text()).toContain("decode_stream_error");
+    expect(await res.text()).toContain('{"error":{"message":"x"'); // vLLM's own event (the native relay)
     expect((await cluster.stats("decode")).generateRequests).toBe(1);
+    await gw.settle();
+    expect(gw.metrics.ofType("request")).toMatchObject([{ errorCode: "decode_stream_error", streaming: true }]);
   });
 });

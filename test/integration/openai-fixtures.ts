@@ -27,6 +27,8 @@ export interface HttpPairConfigOptions {
   models?: Record<string, unknown>;
   /** Retries are off by default here, so each error row shows exactly one attempt. */
   retries?: boolean;
+  /** MODEL's SSE relay (the gateway's default, "native", when unset). */
+  sseRelay?: "inspect" | "native";
 }
 
 export function httpPairConfig(cluster: TestCluster, o: HttpPairConfigOptions = {}) {
@@ -35,6 +37,7 @@ export function httpPairConfig(cluster: TestCluster, o: HttpPairConfigOptions = 
       [MODEL]: {
         prefill: [{ name: "prefill", url: cluster.url("prefill"), transport: "openai-http", kv_connector: "NixlConnector", ...o.prefill }],
         decode: [{ name: "decode", url: cluster.url("decode"), transport: "openai-http", ...o.decode }],
+        ...(o.sseRelay ? { sse_relay: o.sseRelay } : {}),
       },
       ...o.models,
     },

@@ -1,7 +1,9 @@
-// sse_relay: "native" (a model's SSE streams handed to the runtime untouched, a copy watched
-// behind them): the OpenAI SDK reads the same stream, metrics still carry the tokens, usage
-// and TPOT, an engine's error mid-stream reaches the client as vLLM wrote it and is recorded,
-// a client that leaves still closes the engine's request, and the PD path relays the handoff.
+// sse_relay: "native" (the default: a model's SSE streams handed to the runtime untouched, a
+// copy watched behind them): the OpenAI SDK reads the same stream, metrics still carry the
+// tokens, usage and TPOT, an engine's error mid-stream reaches the client as vLLM wrote it and
+// is recorded, a body that breaks off or ends without [DONE] gets the gateway's error event
+// (as with "inspect"), a client that leaves still closes the engine's request, and the PD path
+// relays the handoff.
 import { APIError } from "openai";
 import { afterEach, expect, it } from "vitest";
 import { testGateway } from "../support/gateway.js";
@@ -96,4 +98,46 @@ it("decode fails mid-stream: the client gets vLLM's own error event, metrics rec
   expect(seen).toBeGreaterThan(0);
   expect(err).toBeInstanceOf(APIError);
   expect((err as APIError).message).toContain("mid again");
+});
+
+// The endings the watch behind the pipe cannot see in time to hold bytes back: the pipe leaves
+// the client's body open (preventClose, preventAbort), so the gateway ends it with its own
+// error event naming the engine, as the inspecting relay does.
+it.each(["native", "inspect"] as const)("decode's body breaks off mid-stream (%s): the chunks sent, then the gateway's decode_stream_error event", async (relay) => {
+  cluster = await startTestCluster({ engines: httpPairSpecs({ latency: FAST }, { latency: FAST }) });
+  const gw = testGateway(httpPairConfig(cluster, { sseRelay: relay }));
+  await cluster.setFaults("decode", { failMidStream: { afterTokens: 3, code: "internal", sse: "reset" } });
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true });
+  expect(res.status).toBe(200);
+  const events = (await res.text()).split("\n\n").filter((e) => e !== "");
+  const last = JSON.parse(events.at(-1)!.slice("data: ".length)) as { error: { message: string; code: string } };
+  expect(last.error.code).toBe("decode_stream_error");
+  expect(last.error.message).toMatch(/^Decode stream error: .+ \(decode engine 'decode'\)$/);
+  expect(events.slice(0, -1).every((e) => e.startsWith('data: {"id"'))).toBe(true);
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 502, errorCode: "decode_stream_error", streaming: true }]);
+  await expectNoPinnedBlocks(cluster);
+});
+
+it.each(["native", "inspect"] as const)("decode's body ends without [DONE] (%s): every chunk, then the gateway's decode_stream_error event", async (relay) => {
+  cluster = await startTestCluster({ engines: httpPairSpecs({ latency: FAST }, { latency: FAST }) });
+  const gw = testGateway(httpPairConfig(cluster, { sseRelay: relay }));
+  await cluster.setFaults("decode", { failMidStream: { afterTokens: 3, code: "internal", sse: "no-done" } });
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true });
+  const events = (await res.text()).split("\n\n").filter((e) => e !== "");
+  expect(events.length).toBeGreaterThanOrEqual(3);
+  expect(events.slice(0, -1).every((e) => e.startsWith('data: {"id"'))).toBe(true);
+  expect(events.at(-1)).toBe(
+    `data: {"error":{"message":"Decode stream ended before [DONE] (decode engine 'decode')","type":"server_error","param":null,"code":"decode_stream_error"}}`,
+  );
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 502, errorCode: "decode_stream_error", streaming: true }]);
+});
+
+it("the default relay is the native one: vLLM's error event reaches the client as it wrote it", async () => {
+  cluster = await startTestCluster({ engines: httpPairSpecs({ latency: FAST }, { latency: FAST }) });
+  const gw = testGateway(httpPairConfig(cluster));
+  await cluster.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid" } });
+  const text = await (await post(gw, "/v1/completions", { model: MODEL, prompt: "x y z", stream: true, max_tokens: 8, ignore_eos: true })).text();
+  expect(text.endsWith(`data: ${JSON.stringify({ error: { message: "mid", type: "InternalServerError", param: null, code: 500 } })}\n\ndata: [DONE]\n\n`)).toBe(true);
 });

@@ -10,7 +10,7 @@ describe("parseConfig", () => {
     expect(c.pd.deferred_abort_max_ms).toBe(25_000);
     expect(c.debug.allow_pd_overrides).toBe(false);
     expect(c.pd.stream_keepalive_ms).toBe(0);
-    expect(c.models.m!.sse_relay).toBe("inspect");
+    expect(c.models.m!.sse_relay).toBe("native");
   });
   it.each([
     [undefined, /not set/],

@@ -1,13 +1,14 @@
-// sse_relay "native": the engine's bytes go to the client through the runtime's own pipe, with
-// no JavaScript per chunk, and a tee()'d copy is watched behind them in batches of at least
-// WATCH_BATCH bytes (core/batch-reader.ts), so metrics still get output tokens, usage, TPOT and
-// how the stream ended. Measured in workerd: about the pass-through Worker's CPU per chunk
-// (docs/benchmarks.md). What watching behind cannot do, the bytes being gone before they are
-// seen: replace an engine's in-band error event (the client gets vLLM's own), or turn a body
-// that breaks off into an error event (the client gets a broken body). A body that ends
-// cleanly without [DONE] still gets the gateway's error event. And a client slower than the
-// engine no longer slows the engine: the runtime holds what the client has not read yet (at
-// most the generation).
+// sse_relay "native" (the default): the engine's bytes go to the client through the runtime's
+// own pipe, with no JavaScript per chunk, and a tee()'d copy is watched behind them in batches
+// of at least WATCH_BATCH bytes (core/batch-reader.ts), so metrics still get output tokens,
+// usage, TPOT and how the stream ended. Measured in workerd: about the pass-through Worker's
+// CPU per chunk (docs/benchmarks.md). What watching behind cannot do, the bytes being gone
+// before they are seen: replace an engine's in-band error event (the client gets vLLM's own,
+// already OpenAI-shaped). The pipe leaves the client's body open (preventClose, preventAbort:
+// workerd still pumps natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks
+// off, or ends cleanly without [DONE], still gets the gateway's error event naming the engine
+// once the pipe settles. And a client slower than the engine no longer slows the engine: the
+// runtime holds what the client has not read yet (at most the generation).
 //
 // The shape: engine body -> tee -> the client's branch piped into the client's body (left open
 // for that error event), the other branch watched. The client's going shows on its signal, or
@@ -15,9 +16,9 @@
 // cancelled too, and with both branches gone the engine's body is.
 //
 // An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe when its
-// next chunk comes: the engine's body is cancelled and the client's body is broken off (its
-// bytes went ahead of the watch, so no error event can follow them: workerd errors a pipe's
-// destination when its signal aborts it); the stream ends as `<leg>_event_too_large`.
+// next chunk comes: the engine's body is cancelled, and the client's body (left open by
+// preventAbort) gets a blank line, ending the event's first bytes that went ahead of the
+// watch, then the gateway's `<leg>_event_too_large` error event.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
@@ -60,9 +61,11 @@ export class NativeRelay {
     const piped = writer.write(first).then(
       () => {
         writer.releaseLock();
-        // preventClose: the gateway's error event may follow. The signal takes a while to stop a
-        // pipe from a tee branch in workerd; the copy is cancelled at once (stopWatching).
-        return branch.pipeTo(this.toClient.writable, { preventClose: true, signal: AbortSignal.any([this.leg.signal, this.cut.signal]) });
+        // preventClose, preventAbort: the gateway's error event may follow an end without
+        // [DONE] or a broken body. The signal takes a while to stop a pipe from a tee branch in
+        // workerd; the copy is cancelled at once (stopWatching).
+        const signal = AbortSignal.any([this.leg.signal, this.cut.signal]);
+        return branch.pipeTo(this.toClient.writable, { preventClose: true, preventAbort: true, signal });
       },
       (err: unknown) => {
         branch.cancel(err).catch(() => undefined); // never piped: the copy's cancel alone would not end the engine's body
@@ -126,7 +129,7 @@ export class NativeRelay {
     await watching; // the copy ends with the same body
     if (this.inBandError) return this.endWith(this.inBandError);
     if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
-    if (this.broke !== undefined) return this.endWith(this.watch.brokenStream(errorText(this.broke)));
+    if (this.broke !== undefined) return this.sendError(this.watch.brokenStream(errorText(this.broke)), true);
     const fragment = this.watch.holding;
     const last = this.watch.close();
     if (!last.error) {
@@ -134,25 +137,32 @@ export class NativeRelay {
       return this.toClient.writable.close().catch(() => undefined);
     }
     if (this.clientLeft) return this.cancelled(); // the watch was stopped short of [DONE]
-    // A blank line first ends a half-sent event, so the error is an event of its own.
-    this.finish(failedWith(last.error.error));
+    return this.sendError(last.error.error, fragment);
+  }
+
+  /** Ends the client's body with the gateway's error event (a blank line first ends a
+   *  half-sent event, so the error is an event of its own). */
+  private async sendError(err: GatewayError, fragment: boolean): Promise<void> {
+    this.finish(failedWith(err));
     const writer = this.toClient.writable.getWriter();
-    await writer.write(encoder.encode((fragment ? "\n\n" : "") + sseErrorEvent(last.error.error))).catch(() => undefined);
+    await writer.write(encoder.encode((fragment ? "\n\n" : "") + sseErrorEvent(err))).catch(() => undefined);
     await writer.close().catch(() => undefined);
   }
 
   /** The pipe stopped: the client left (its signal or the leg's says so, or the runtime
    *  cancelled the client's body while the copy reads on), or else the engine's body broke off
-   *  (the copy breaks too, and the client's body is broken with it). */
+   *  (the copy breaks too; the client's body, still open, gets the gateway's error event). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
-    if (this.tooLarge && !this.clientLeft) return this.finish(failedWith(this.tooLarge)); // the watch is stopped
+    if (this.tooLarge && !this.clientLeft) return this.sendError(this.tooLarge, true); // the watch is stopped
     if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
     await watching;
     if (this.inBandError) return this.finish(failedWith(this.inBandError));
     if (cancelled) return this.finish(CANCELLED);
-    this.finish(failedWith(this.watch.brokenStream(errorText(this.broke ?? err))));
+    // The watch reads behind the pipe, so whether a half-sent event went ahead is unknown: a
+    // blank line ends any (after a whole event it is an empty line, which SSE parsers skip).
+    return this.sendError(this.watch.brokenStream(errorText(this.broke ?? err)), true);
   }
 
   /** A failed stream whose end the client already has (vLLM's error event, or a broken body). */

@@ -14,8 +14,9 @@
 // members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
 // parsed path counts choices with output.
 //
-// Models with `sse_relay: "native"` take native-relay.ts instead: the bytes piped natively,
-// watched behind the client, so in-band errors and broken bodies reach the client as they are.
+// This is `sse_relay: "inspect"`. The default, "native", takes native-relay.ts instead: the
+// bytes piped natively, watched behind the client, so an in-band error reaches the client as
+// vLLM wrote it (a broken body or a missing [DONE] still gets the gateway's error event).
 import type { DetachedLeg, LegStream } from "../../pd/leg.js";
 import { NativeRelay } from "./native-relay.js";
 import { RelayLoop } from "./relay-loop.js";
