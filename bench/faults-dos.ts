@@ -19,6 +19,7 @@ import { agentFor, post } from "./http.js";
 import { CpuMeter } from "./proc.js";
 import { percentile, round } from "./stats.js";
 import { startSim, type SimProcess } from "./targets.js";
+import type { Outcome } from "./faults.js";
 
 export const DOS_QWEN = "Qwen/Qwen3-0.6B";
 const TENANT_QWEN = "Qwen/Qwen3-0.6B-tenant";
@@ -35,14 +36,6 @@ const TENANT_MAX = 400;
 /** One attacking request at a time, back to back: the attack is continuous, and the load
  *  generator (which shares the machine) does not become the bottleneck. */
 const ATTACK_WIDTH = 1;
-
-interface Outcome {
-  ok: number;
-  errors: Record<string, number>;
-  requests: number;
-  samples: number[];
-  ttfts: number[];
-}
 
 export interface DosScenario {
   id: string;

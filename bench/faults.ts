@@ -62,7 +62,7 @@ interface EngineRef {
   role: "prefill" | "decode";
 }
 
-interface Outcome {
+export interface Outcome {
   ok: number;
   /** error kind -> count: `HTTP <status> <code>` (OpenAI), `<Connect code> <gateway code>`, ... */
   errors: Record<string, number>;

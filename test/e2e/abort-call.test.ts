@@ -6,6 +6,10 @@ import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
 import { entryPort } from "../../bench/targets.js";
+import { envelope } from "../support/engine-wire.js";
+
+/** A Connect JSON message, framed. */
+const jsonMessage = (message: unknown) => envelope(0, new TextEncoder().encode(JSON.stringify(message)));
 
 let cluster: RunningCluster;
 let gateway: WranglerDev;
@@ -49,20 +53,12 @@ const stats = async (engine: string) => (await (await fetch(`${cluster.engine(en
 const setFaults = async (engine: string, faults: unknown) =>
   (await fetch(`${cluster.engine(engine).url}/sim/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(faults) })).arrayBuffer();
 
-function envelope(message: unknown): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify(message));
-  const out = new Uint8Array(5 + json.length);
-  new DataView(out.buffer).setUint32(1, json.length);
-  out.set(json, 5);
-  return out;
-}
-
 /** A streamed Connect JSON Generate: its messages and its end-of-stream message. */
 async function generate(requestId: string): Promise<{ messages: Record<string, unknown>[]; end: { error?: { code: string } } }> {
   const res = await fetch(`${base}/vllm.grpc.engine.VllmEngine/Generate`, {
     method: "POST",
     headers: { "content-type": "application/connect+json", "x-model": "m" },
-    body: envelope({ request_id: requestId, text: "an abort call from another request", stream: true, sampling_params: { max_tokens: 50, ignore_eos: true } }),
+    body: jsonMessage({ request_id: requestId, text: "an abort call from another request", stream: true, sampling_params: { max_tokens: 50, ignore_eos: true } }),
   });
   const bytes = new Uint8Array(await res.arrayBuffer());
   const messages: Record<string, unknown>[] = [];

@@ -6,6 +6,10 @@ import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
 import { entryPort } from "../../bench/targets.js";
+import { envelope } from "../support/engine-wire.js";
+
+/** A Connect JSON message, framed. */
+const jsonMessage = (message: unknown) => envelope(0, new TextEncoder().encode(JSON.stringify(message)));
 
 let cluster: RunningCluster;
 let gateway: WranglerDev;
@@ -37,14 +41,6 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-function envelope(message: unknown): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify(message));
-  const out = new Uint8Array(5 + json.length);
-  new DataView(out.buffer).setUint32(1, json.length);
-  out.set(json, 5);
-  return out;
-}
-
 async function stats(engine: string) {
   return (await (await fetch(`${cluster.engine(engine).url}/sim/stats`)).json()) as { abortedRequestIds: string[]; generateRequests: number; blocksPinned: number };
 }
@@ -62,7 +58,7 @@ async function closeDuringPrefill(base: string, requestId: string) {
   const res = await fetch(`${base}/vllm.grpc.engine.VllmEngine/Generate`, {
     method: "POST",
     headers: { "content-type": "application/connect+json", "x-model": "m" },
-    body: envelope({ request_id: requestId, tokenized: { input_ids: Array.from({ length: PROMPT_TOKENS }, (_, i) => 100 + i) }, stream: true, sampling_params: { max_tokens: 300, ignore_eos: true } }),
+    body: jsonMessage({ request_id: requestId, tokenized: { input_ids: Array.from({ length: PROMPT_TOKENS }, (_, i) => 100 + i) }, stream: true, sampling_params: { max_tokens: 300, ignore_eos: true } }),
     signal: client.signal,
   });
   // The head came before the 2 s prefill finished, with the PD decision in it.
