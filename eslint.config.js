@@ -79,7 +79,9 @@ function surfaceRule(surface) {
         {
           patterns: [
             { group: ["../../app.js", "../../index.js", "../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" },
-            { group: others.flatMap((o) => [`../${o}`, `../${o}/**`]), message: `src/api/${surface} does not import another surface's modules; shared ones live in src/api/*.ts, src/errors/ or below (docs/architecture.md).` },
+            // A regex, not a glob: it catches the other surface from any depth of this one's
+            // folder (`../openai/x.js`, `../../openai/x.js`, `../../api/openai/x.js`).
+            { regex: `^(\\.\\./)+(api/)?(${others.join("|")})(/|$)`, message: `src/api/${surface} does not import another surface's modules; shared ones live in src/api/*.ts, src/errors/ or below (docs/architecture.md).` },
           ],
         },
       ],
