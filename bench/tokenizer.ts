@@ -12,7 +12,7 @@
 import { create } from "@bufbuild/protobuf";
 import { TokenizerBundles } from "../src/backends/tokenizer-bundles.js";
 import type { BundlePointer, BundleStore } from "../src/backends/tokenizer-store.js";
-import { vllmEngineClient } from "../src/backends/vllm-engine.js";
+import { EngineClients } from "../src/backends/engine-clients.js";
 import type { EngineConfig } from "../src/config/schema.js";
 import { GenerateResponseSchema } from "../src/gen/vllm_engine_pb.js";
 import { OpenAiResponseBuilder } from "../src/tokenizer/openai-frames.js";
@@ -22,6 +22,8 @@ import { measure, type CpuCase } from "./cpu.js";
 import { once } from "./load.js";
 import { M } from "./setup.js";
 import { percentile } from "./stats.js";
+
+const engines = new EngineClients();
 
 export interface TokenizerFigures {
   bundleZipBytes: number;
@@ -60,7 +62,7 @@ async function timedLoads(runs: number, engine: EngineConfig, store: () => Bundl
   for (let i = 0; i < runs; i++) {
     const pending: Promise<unknown>[] = [];
     const t0 = performance.now();
-    const t = await new TokenizerBundles({ clientOf: vllmEngineClient, store }).get({ model: M.qwen3, engines: [engine], waitUntil: (p) => void pending.push(p) });
+    const t = await new TokenizerBundles({ clientOf: (e) => engines.vllmEngine(e), store }).get({ model: M.qwen3, engines: [engine], waitUntil: (p) => void pending.push(p) });
     // What a first chat request adds besides: its template compiled, its prompt encoded.
     await t.chatTemplate({ hasTools: false });
     t.tokenizer.encode("<|im_start|>user\nhello edge, how are you today?<|im_end|>\n<|im_start|>assistant\n", { addSpecialTokens: false });
@@ -80,7 +82,7 @@ export async function measureTokenizer(ctx: BenchContext): Promise<TokenizerFigu
   const shared = memoryStore();
   await timedLoads(1, engine, () => shared);
   const cacheLoads = await timedLoads(5, engine, () => shared);
-  const tok = await new TokenizerBundles({ clientOf: vllmEngineClient, store: () => shared }).get({ model: M.qwen3, engines: [engine], waitUntil: () => {} });
+  const tok = await new TokenizerBundles({ clientOf: (e) => engines.vllmEngine(e), store: () => shared }).get({ model: M.qwen3, engines: [engine], waitUntil: () => {} });
   ctx.log(`tokenizer: first load ${firstLoadMs!.toFixed(0)} ms, engine p50 ${percentile(engineLoads, 50).toFixed(0)} ms, cache p50 ${percentile(cacheLoads, 50).toFixed(0)} ms`);
 
   // Detokenization: a mixed reply (words, CJK, emoji) streamed one token per frame.

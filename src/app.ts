@@ -6,7 +6,6 @@ import type { Env } from "./env.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import type { GatewayContext } from "./context.js";
 import { createEventSink } from "./metrics/sink.js";
-import { hasFetchBinding, setEngineBindings } from "./backends/fetch.js";
 import type { EventSink } from "./metrics/events.js";
 import { mountDevMetrics } from "./api/admin/dev-metrics.js";
 import { createIsolateState, type IsolateState } from "./routing/isolate.js";
@@ -61,13 +60,13 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
 }
 
 /** Config engines that name a binding this Worker does not have (wrangler.toml vpc_services). */
-function missingBindings(config: LoadedConfig, env: object): string[] {
-  setEngineBindings(env);
+function missingBindings(config: LoadedConfig, isolate: IsolateState, env: object): string[] {
+  isolate.engines.useBindings(env);
   const out: string[] = [];
   for (const [model, pools] of Object.entries(config.models)) {
     for (const role of ["prefill", "decode", "encode", "regular"] as const) {
       pools[role].forEach((e, i) => {
-        if (e.binding !== undefined && !hasFetchBinding(e.binding)) {
+        if (e.binding !== undefined && !isolate.engines.hasFetchBinding(e.binding)) {
           out.push(`models.${model}.${role}.${i}.binding: the Worker has no binding ${e.binding} (declare it in wrangler.toml vpc_services)`);
         }
       });
@@ -87,7 +86,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
   app.get("/health", (c) => {
     let errors: readonly string[];
     try {
-      errors = missingBindings(loadConfig(c.env.GATEWAY_CONFIG), c.env);
+      errors = missingBindings(loadConfig(c.env.GATEWAY_CONFIG), isolate, c.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       errors = err.problems;
@@ -106,7 +105,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
       console.error(JSON.stringify({ msg: "invalid gateway config", error: err.message }));
       return renderError(c.req.raw, new GatewayError("config_invalid", 503, err.message));
     }
-    setEngineBindings(c.env);
+    isolate.engines.useBindings(c.env);
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
     const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil };

@@ -50,26 +50,22 @@ function canResend(input: RequestInfo | URL, init: RequestInit, err: unknown): b
   return !init.signal?.aborted && err instanceof Error && CONNECTION_LOST.test(err.message);
 }
 
-/** The Worker's bindings, as the request (or the registry object) received them. The env
- *  object is the same for every request of an isolate, so one table serves them all. */
-let bindings: Record<string, unknown> = {};
+/** The Worker's bindings (its `env`), as a request or the registry object received them. */
+export type Bindings = Readonly<Record<string, unknown>>;
 
-export function setEngineBindings(env: object): void {
-  bindings = env as Record<string, unknown>;
-}
-
-/** Whether the Worker has a binding of this name that can fetch. */
-export function hasFetchBinding(name: string): boolean {
+/** Whether `bindings` has one of this name that can fetch. */
+export function hasFetchBinding(bindings: Bindings, name: string): boolean {
   const b = bindings[name] as { fetch?: unknown } | undefined;
   return typeof b?.fetch === "function";
 }
 
-/** The fetch for one engine: its binding's when it names one, else the Worker's own. */
-export function engineFetchFor(engine: { name?: string; binding?: string }): Fetch {
+/** The fetch for one engine: its binding's when it names one, else the Worker's own. The
+ *  binding is looked up at each call, so the table may be replaced after this was made. */
+export function engineFetchFor(engine: { name?: string; binding?: string }, bindings: () => Bindings): Fetch {
   const name = engine.binding;
   if (name === undefined) return engineFetch;
   return engineFetchVia((input, init) => {
-    const b = bindings[name] as { fetch?: Fetch } | undefined;
+    const b = bindings()[name] as { fetch?: Fetch } | undefined;
     if (typeof b?.fetch !== "function") {
       return Promise.reject(new TypeError(`engine${engine.name ? ` '${engine.name}'` : ""} names the binding ${name}, which this Worker does not have (wrangler.toml vpc_services)`));
     }

@@ -4,7 +4,6 @@
 // GET /v1/models (vLLM reports it there). The hot path never waits for it: until the first
 // answer the engine checks alone.
 import type { EngineTarget } from "../core/types.js";
-import { engineFetchFor } from "./fetch.js";
 import { engineRouteUrl } from "./openai-http.js";
 import type { VllmEngineClient } from "./vllm-engine.js";
 
@@ -61,10 +60,10 @@ export function vllmEngineContext(client: VllmEngineClient): ContextSource {
   };
 }
 
-/** max_model_len of `model` in an OpenAI HTTP engine's GET /v1/models. */
-export function openAiHttpContext(engine: EngineTarget, model: string): ContextSource {
+/** max_model_len of `model` in an OpenAI HTTP engine's GET /v1/models (asked with `engineFetch`). */
+export function openAiHttpContext(engine: EngineTarget, model: string, engineFetch: typeof fetch): ContextSource {
   return async () => {
-    const res = await engineFetchFor(engine)(engineRouteUrl(engine.url, "/v1/models"), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+    const res = await engineFetch(engineRouteUrl(engine.url, "/v1/models"), { signal: AbortSignal.timeout(TIMEOUT_MS) });
     if (!res.ok) {
       await res.body?.cancel();
       throw new Error(`GET /v1/models: HTTP ${res.status}`);

@@ -13,7 +13,7 @@ import { concatBytes } from "../core/body.js";
 import { COMPRESSED_FLAG, ENVELOPE_HEADER_BYTES, MAX_FRAME_BYTES } from "../core/envelope.js";
 import type { EngineCall, LegSpec, LegTransport, RawBody } from "../core/leg-transport.js";
 import type { EngineTarget } from "../core/types.js";
-import { engineFetchFor } from "./fetch.js";
+import type { EngineConnections } from "./engine-clients.js";
 import { encodeGenerateLeg } from "./generate-request.js";
 import { rpcFailure } from "./vllm-engine-failures.js";
 
@@ -70,11 +70,17 @@ const WIRES: Record<EnvelopedProtocol, Wire> = {
 
 const GENERATE_URL = (baseUrl: string) => createMethodUrl(baseUrl, VllmEngine.method.generate);
 
-export function rawGenerateCall(engine: EngineTarget, protocol: EnvelopedProtocol, req: GenerateRequest, spec: LegSpec): EngineCall<GenerateResponse> {
+export function rawGenerateCall(
+  engine: EngineTarget,
+  protocol: EnvelopedProtocol,
+  req: GenerateRequest,
+  spec: LegSpec,
+  engineFetch: typeof fetch,
+): EngineCall<GenerateResponse> {
   const wire = WIRES[protocol];
   const controller = new AbortController();
   const body = encodeEnvelope(0, toBinary(GenerateRequestSchema, encodeGenerateLeg(req, spec)));
-  const sent = engineFetchFor(engine)(GENERATE_URL(engine.url), { method: "POST", headers: wire.headers(), body, signal: controller.signal, redirect: "manual" });
+  const sent = engineFetch(GENERATE_URL(engine.url), { method: "POST", headers: wire.headers(), body, signal: controller.signal, redirect: "manual" });
   sent.catch(() => undefined); // observed by next()
   const frames = new FrameReader(wire, sent);
   return {
@@ -234,9 +240,14 @@ function oversizedError(): ConnectError {
 
 /** The VllmEngine transport with decode and regular legs to engines that speak `protocol`
  *  made as raw calls (their bodies can be handed over); everything else as `base` does it. */
-export function withRawBodies(base: LegTransport<GenerateRequest, GenerateResponse>, protocol: EnvelopedProtocol): LegTransport<GenerateRequest, GenerateResponse> {
+export function withRawBodies(
+  base: LegTransport<GenerateRequest, GenerateResponse>,
+  protocol: EnvelopedProtocol,
+  engines: Pick<EngineConnections, "fetchFor">,
+): LegTransport<GenerateRequest, GenerateResponse> {
   return {
     ...base,
-    start: (engine, req, spec) => (spec.leg !== "prefill" && engine.transport === protocol ? rawGenerateCall(engine, protocol, req, spec) : base.start(engine, req, spec)),
+    start: (engine, req, spec) =>
+      spec.leg !== "prefill" && engine.transport === protocol ? rawGenerateCall(engine, protocol, req, spec, engines.fetchFor(engine)) : base.start(engine, req, spec),
   };
 }

@@ -2,6 +2,8 @@
 // descriptors (vllm-engine-client.ts) are imported on the first call, so an isolate that only
 // serves OpenAI HTTP engines never builds the protobuf registry at start-up. Until that module
 // is in, a client is a stand-in with every method of the service, each waiting for it.
+// The two module-level lets hold the lazily imported module itself (immutable code, the same
+// for every app in the isolate), not state of any request or engine.
 import type { VllmEngineClient } from "./vllm-engine-client.js";
 
 export type { VllmEngineClient } from "./vllm-engine-client.js";
@@ -15,16 +17,18 @@ export function loadVllmEngineClient(): Promise<Impl> {
   return (loading ??= import("./vllm-engine-client.js").then((m) => (impl = m)));
 }
 
+/** The client module if it is in already. */
+export function loadedVllmEngineClient(): Impl | undefined {
+  return impl;
+}
+
 /** The service's methods (proto/vllm_engine.proto); a unit test keeps the lists in step. */
 export const UNARY_METHODS = ["embed", "healthCheck", "abort", "getModelInfo", "getServerInfo", "getLoads"] as const;
 export const STREAMING_METHODS = ["generate", "getTokenizer", "subscribeKvEvents"] as const;
 
-type Engine = Parameters<Impl["connectVllmEngineClient"]>[0];
-
-export function vllmEngineClient(engine: Engine): VllmEngineClient {
-  if (impl) return impl.connectVllmEngineClient(engine);
-  const client = (): Promise<Record<string, (...a: unknown[]) => unknown>> =>
-    loadVllmEngineClient().then((m) => m.connectVllmEngineClient(engine) as unknown as Record<string, (...a: unknown[]) => unknown>);
+/** A client whose every method first waits for `real` (called once per method call). */
+export function standInClient(real: () => Promise<VllmEngineClient>): VllmEngineClient {
+  const client = () => real() as unknown as Promise<Record<string, (...a: unknown[]) => unknown>>;
   const standIn: Record<string, (...a: unknown[]) => unknown> = {};
   for (const name of UNARY_METHODS) standIn[name] = (...args) => client().then((c) => c[name]!(...args));
   for (const name of STREAMING_METHODS) {

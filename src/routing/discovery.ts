@@ -4,9 +4,8 @@
 // serve the model it is registered for (400 engine_model_mismatch): a typo'd URL or model
 // should fail at the admin API, not on the first client request.
 import type { MessageShape } from "@bufbuild/protobuf";
-import { engineFetchFor } from "../backends/fetch.js";
+import type { EngineConnections } from "../backends/engine-clients.js";
 import { engineRouteUrl } from "../backends/openai-http.js";
-import { vllmEngineClient } from "../backends/vllm-engine.js";
 import type { EngineTransport } from "../config/schema.js";
 import type { GetModelInfoResponseSchema, GetServerInfoResponseSchema } from "../gen/vllm_engine_pb.js";
 import { GatewayError } from "../core/errors.js";
@@ -23,12 +22,12 @@ export interface DiscoveryTarget {
   binding?: string;
 }
 
-export async function discoverEngine(t: DiscoveryTarget, timeoutSecs: number): Promise<DiscoveredMeta> {
-  return t.transport === "openai-http" ? discoverHttp(t, timeoutSecs) : discoverVllm(t, timeoutSecs);
+export async function discoverEngine(t: DiscoveryTarget, timeoutSecs: number, engines: EngineConnections): Promise<DiscoveredMeta> {
+  return t.transport === "openai-http" ? discoverHttp(t, timeoutSecs, engines) : discoverVllm(t, timeoutSecs, engines);
 }
 
-async function discoverVllm(t: DiscoveryTarget, timeoutSecs: number): Promise<DiscoveredMeta> {
-  const client = vllmEngineClient(t);
+async function discoverVllm(t: DiscoveryTarget, timeoutSecs: number, engines: EngineConnections): Promise<DiscoveredMeta> {
+  const client = engines.vllmEngine(t);
   const opts = { timeoutMs: timeoutSecs * 1000 };
   const call = async <R>(name: string, p: Promise<R>): Promise<R> => {
     try {
@@ -45,11 +44,11 @@ async function discoverVllm(t: DiscoveryTarget, timeoutSecs: number): Promise<Di
   return flattenVllmInfo(server, model);
 }
 
-async function discoverHttp(t: DiscoveryTarget, timeoutSecs: number): Promise<DiscoveredMeta> {
+async function discoverHttp(t: DiscoveryTarget, timeoutSecs: number, engines: EngineConnections): Promise<DiscoveredMeta> {
   const url = engineRouteUrl(t.url, "/v1/models");
   let body: unknown;
   try {
-    const res = await engineFetchFor(t)(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutSecs * 1000) });
+    const res = await engines.fetchFor(t)(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutSecs * 1000) });
     if (!res.ok) {
       await res.body?.cancel();
       throw unreachable(t.url, `GET /v1/models answered ${res.status}`);

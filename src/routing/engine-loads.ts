@@ -6,8 +6,7 @@
 import type { LoadedModel } from "../config/load.js";
 import type { EngineConfig } from "../config/schema.js";
 import type { EngineLoads } from "../core/in-flight.js";
-import { vllmEngineClient } from "../backends/vllm-engine.js";
-import { engineFetchFor } from "../backends/fetch.js";
+import type { EngineConnections } from "../backends/engine-clients.js";
 import { engineRouteUrl } from "../backends/openai-http.js";
 
 interface Reading {
@@ -31,6 +30,8 @@ export interface LoadSources {
 
 export class EngineLoadReadings {
   private readonly readings = new Map<string, Reading>();
+
+  constructor(private readonly engines: EngineConnections) {}
 
   /** The load function a selection uses for this request. */
   loadFunction(s: LoadSources): (engine: string) => number {
@@ -61,15 +62,15 @@ export class EngineLoadReadings {
     if (!r.polling && now() - r.at >= s.settings.ttl_ms) {
       r.polling = true;
       this.readings.set(engine.name, r);
-      s.waitUntil(poll(engine, r, now));
+      s.waitUntil(poll(engine, r, now, this.engines));
     }
     return r;
   }
 }
 
-async function poll(engine: EngineConfig, r: Reading, now: () => number): Promise<void> {
+async function poll(engine: EngineConfig, r: Reading, now: () => number, engines: EngineConnections): Promise<void> {
   try {
-    const counts = engine.transport === "openai-http" ? await metricsGauges(engine) : await getLoads(engine);
+    const counts = engine.transport === "openai-http" ? await metricsGauges(engine, engines) : await getLoads(engine, engines);
     r.queued = counts.running + counts.waiting;
     r.waiting = counts.waiting;
   } catch {
@@ -80,14 +81,14 @@ async function poll(engine: EngineConfig, r: Reading, now: () => number): Promis
   }
 }
 
-async function getLoads(engine: EngineConfig): Promise<{ running: number; waiting: number }> {
-  const res = await vllmEngineClient(engine).getLoads({}, { timeoutMs: POLL_TIMEOUT_MS });
+async function getLoads(engine: EngineConfig, engines: EngineConnections): Promise<{ running: number; waiting: number }> {
+  const res = await engines.vllmEngine(engine).getLoads({}, { timeoutMs: POLL_TIMEOUT_MS });
   return res.loads.reduce((n, l) => ({ running: n.running + l.numRunningReqs, waiting: n.waiting + l.numWaitingReqs }), { running: 0, waiting: 0 });
 }
 
 /** vLLM's OpenAI server exports vllm:num_requests_running / _waiting gauges at /metrics. */
-async function metricsGauges(engine: EngineConfig): Promise<{ running: number; waiting: number }> {
-  const res = await engineFetchFor(engine)(engineRouteUrl(engine.url, "/metrics"), { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+async function metricsGauges(engine: EngineConfig, engines: EngineConnections): Promise<{ running: number; waiting: number }> {
+  const res = await engines.fetchFor(engine)(engineRouteUrl(engine.url, "/metrics"), { signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   const text = await res.text();
   return { running: gaugeSum(text, "vllm:num_requests_running"), waiting: gaugeSum(text, "vllm:num_requests_waiting") };

@@ -1,6 +1,9 @@
 // Everything one isolate remembers between requests, in one object created with the app:
 // in-flight loads, local breakers, discovered engine metadata, engine-reported loads, the
-// client requests being served (for Abort), the registry view and the models' tokenizers. Tests build a fresh one.
+// client requests being served (for Abort), the registry view, the models' tokenizers and
+// context lengths, the round-robin positions, and how engines are reached (the Worker's
+// bindings, the VllmEngine clients). Tests build a fresh one. What stays at module level is
+// immutable once made (schemas, encoders, lazily imported modules): docs/architecture.md.
 import { EngineInfoCache } from "../backends/engine-info.js";
 import type { TokenizerBundles } from "../backends/tokenizer-bundles.js";
 import { ModelContexts } from "../backends/model-contexts.js";
@@ -8,12 +11,17 @@ import { EngineLoads } from "../core/in-flight.js";
 import { LocalBreakers } from "./breakers.js";
 import { ClientRequests } from "./client-requests.js";
 import { AbortBatches } from "./abort-batches.js";
-import { vllmEngineClient } from "../backends/vllm-engine.js";
+import { EngineClients } from "../backends/engine-clients.js";
+import { RoundRobinCounters } from "./policies.js";
 import { EngineLoadReadings } from "./engine-loads.js";
 import { RegistryView } from "./snapshot.js";
 import type { EngineTarget } from "../core/types.js";
 
 export interface IsolateState {
+  /** The Worker's bindings and the VllmEngine clients (an LRU): every engine call goes through it. */
+  engines: EngineClients;
+  /** Round-robin positions per model and pool. */
+  roundRobin: RoundRobinCounters;
   loads: EngineLoads;
   breakers: LocalBreakers;
   engineInfo: EngineInfoCache;
@@ -30,13 +38,16 @@ export interface IsolateState {
 }
 
 export function createIsolateState(): IsolateState {
+  const engines = new EngineClients();
   return {
+    engines,
+    roundRobin: new RoundRobinCounters(),
     loads: new EngineLoads(),
     breakers: new LocalBreakers(),
     engineInfo: new EngineInfoCache(),
-    loadReadings: new EngineLoadReadings(),
+    loadReadings: new EngineLoadReadings(engines),
     clientRequests: new ClientRequests(),
-    abortBatches: new AbortBatches(sendAbort),
+    abortBatches: new AbortBatches((engine, ids) => sendAbort(engines, engine, ids)),
     registry: new RegistryView(),
     modelContexts: new ModelContexts(),
   };
@@ -44,8 +55,8 @@ export function createIsolateState(): IsolateState {
 
 const ABORT_TIMEOUT_MS = 5_000;
 
-async function sendAbort(engine: EngineTarget, requestIds: string[]): Promise<void> {
-  await vllmEngineClient(engine)
+async function sendAbort(engines: EngineClients, engine: EngineTarget, requestIds: string[]): Promise<void> {
+  await engines.vllmEngine(engine)
     .abort({ requestIds }, { timeoutMs: ABORT_TIMEOUT_MS })
     .catch((err: unknown) => console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestIds: requestIds.length, error: String(err) })));
 }

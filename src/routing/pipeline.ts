@@ -161,6 +161,7 @@ function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, e
     models: ctx.routing.models,
     load: ctx.isolate.loadReadings.loadFunction({ settings: ctx.config.loads, models: ctx.routing.models, local: ctx.isolate.loads, waitUntil: ctx.waitUntil }),
     routable: engineRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker),
+    counters: ctx.isolate.roundRobin,
     exclude,
     never,
     ...(req.routingKey !== undefined ? { routingKey: req.routingKey } : {}),

@@ -1,5 +1,6 @@
 // Engine selection policies (pd-reference 8), per pool. Each picks one candidate index from
-// the routable engines; prefill and decode keep separate state (round-robin counters).
+// the routable engines; prefill and decode keep separate state (round-robin counters, which
+// the isolate state owns: routing/isolate.ts).
 import type { PolicyName } from "../config/schema.js";
 import { rendezvous } from "./hashing.js";
 
@@ -8,6 +9,9 @@ export interface PolicyInput {
   candidates: readonly string[];
   /** Counter key for stateful policies, e.g. "model/prefill". */
   stateKey: string;
+  /** Where round_robin keeps its position per stateKey (the isolate's); without it every
+   *  round_robin pick is the first candidate. */
+  counters?: RoundRobinCounters;
   /** In-flight load of an engine (local, or from GetLoads when enabled). */
   load(engine: string): number;
   /** Session key from `x-routing-key`, for consistent_hash. */
@@ -20,7 +24,25 @@ export interface PolicyInput {
 /** prefix_hash: follow the hash unless that engine is this much above the average load. */
 export const PREFIX_HASH_LOAD_FACTOR = 1.25;
 
-const counters = new Map<string, number>();
+/** Round-robin positions by state key. Keys are model x pool, so the map stays small; the
+ *  cap only guards against a registry that churns through model names. */
+export class RoundRobinCounters {
+  private readonly positions = new Map<string, number>();
+
+  constructor(private readonly maxKeys: number = 4096) {}
+
+  /** The position for `key`, advancing it. */
+  next(key: string): number {
+    const i = this.positions.get(key) ?? 0;
+    if (!this.positions.has(key) && this.positions.size >= this.maxKeys) this.positions.clear();
+    this.positions.set(key, (i + 1) % 1_000_000_007);
+    return i;
+  }
+
+  get size(): number {
+    return this.positions.size;
+  }
+}
 
 export function choose(policy: PolicyName, input: PolicyInput): number | undefined {
   const { candidates } = input;
@@ -28,11 +50,8 @@ export function choose(policy: PolicyName, input: PolicyInput): number | undefin
   if (candidates.length === 1) return 0;
   const random = input.random ?? Math.random;
   switch (policy) {
-    case "round_robin": {
-      const i = counters.get(input.stateKey) ?? 0;
-      counters.set(input.stateKey, (i + 1) % 1_000_000_007);
-      return i % candidates.length;
-    }
+    case "round_robin":
+      return (input.counters?.next(input.stateKey) ?? 0) % candidates.length;
     case "random":
       return Math.floor(random() * candidates.length);
     case "power_of_two": {

@@ -4,20 +4,19 @@
 // ends up in the engine's lastError for operators.
 import { Code } from "../core/grpc-code.js";
 import { isConnectError } from "../core/errors.js";
-import { engineFetchFor } from "../backends/fetch.js";
-import { vllmEngineClient } from "../backends/vllm-engine.js";
+import type { EngineConnections } from "../backends/engine-clients.js";
 import { healthProbeUrl } from "./engine-url.js";
 import type { ProbeResult } from "./health-run.js";
 import type { HealthConfig, ProbeTarget } from "./registry-types.js";
 
-export async function probeEngine(target: ProbeTarget, health: Pick<HealthConfig, "timeout_secs" | "endpoint">): Promise<ProbeResult> {
+export async function probeEngine(target: ProbeTarget, health: Pick<HealthConfig, "timeout_secs" | "endpoint">, engines: EngineConnections): Promise<ProbeResult> {
   const timeoutMs = health.timeout_secs * 1000;
   const result = (ok: boolean, error?: string): ProbeResult =>
     error === undefined ? { name: target.name, url: target.url, ok } : { name: target.name, url: target.url, ok, error };
   if (target.transport === "openai-http") {
     const url = healthProbeUrl(target.url, health.endpoint);
     try {
-      const res = await engineFetchFor(target)(url, { signal: AbortSignal.timeout(timeoutMs) });
+      const res = await engines.fetchFor(target)(url, { signal: AbortSignal.timeout(timeoutMs) });
       await res.body?.cancel();
       return res.ok ? result(true) : result(false, `GET ${health.endpoint} answered ${res.status}`);
     } catch (err) {
@@ -25,7 +24,7 @@ export async function probeEngine(target: ProbeTarget, health: Pick<HealthConfig
     }
   }
   try {
-    const res = await vllmEngineClient(target).healthCheck({}, { timeoutMs });
+    const res = await engines.vllmEngine(target).healthCheck({}, { timeoutMs });
     return res.healthy ? result(true) : result(false, `HealthCheck: not healthy${res.message ? ` (${res.message})` : ""}`);
   } catch (err) {
     if (isConnectError(err) && err.code === Code.DeadlineExceeded) {

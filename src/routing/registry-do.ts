@@ -11,7 +11,7 @@ import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from ".
 import type { EngineHealth } from "./health-state.js";
 import { applyProbeResults, probeTargets, registryPlan, repointedTargets, runIsDue } from "./health-run.js";
 import { probeEngine } from "./probe.js";
-import { setEngineBindings } from "../backends/fetch.js";
+import { EngineClients } from "../backends/engine-clients.js";
 import { RegistryStore } from "./registry-store.js";
 import type {
   BreakerTransitionReport,
@@ -44,6 +44,9 @@ export interface RegistryEnv {
 
 export class EngineRegistry extends DurableObject<RegistryEnv> {
   private readonly store: RegistryStore;
+  /** The object's own way to engines (its bindings, its clients): it may share an isolate
+   *  with the Worker's apps, and shares none of their state. */
+  private readonly engineClients = new EngineClients();
   private readonly engines: Map<string, RegistryEngine>;
   private health: Map<string, EngineHealth>;
   private readonly breakers: Map<string, Breaker>;
@@ -61,7 +64,7 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
     super(ctx, env);
     // Health probes and discovery from here reach binding-routed engines through the
     // object's own bindings (declared like the Worker's, in wrangler.toml).
-    setEngineBindings(env);
+    this.engineClients.useBindings(env);
     this.store = new RegistryStore(ctx.storage.sql);
     this.engines = new Map(this.store.loadEngines().map((e) => [e.id, e]));
     this.health = this.store.loadHealth();
@@ -254,7 +257,7 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
     await this.ctx.storage.setAlarm(started + plan.health.interval_secs * 1000);
     this.alarmChecked = true;
     const targets = probeTargets(plan, [...this.engines.values()]);
-    const results = await Promise.all(targets.map((t) => probeEngine(t, plan.health)));
+    const results = await Promise.all(targets.map((t) => probeEngine(t, plan.health, this.engineClients)));
     // Engines may have been removed or re-pointed while the probes ran.
     const current = probeTargets(this.currentPlan() ?? plan, [...this.engines.values()]);
     const { next, transitions } = applyProbeResults(this.health, current, results, plan.health, Date.now());

@@ -4,7 +4,7 @@
 // never picked again for it.
 import type { EngineConfig, EngineRole, PolicyName } from "../config/schema.js";
 import type { LoadedConfig, LoadedModel } from "../config/load.js";
-import { choose } from "./policies.js";
+import { choose, type RoundRobinCounters } from "./policies.js";
 
 
 export interface SelectOptions {
@@ -17,6 +17,8 @@ export interface SelectOptions {
   /** Engines never to pick, even when no other is left (they hung on an earlier attempt). */
   never?: ReadonlySet<string>;
   routingKey?: string;
+  /** Round-robin positions (the isolate's, routing/isolate.ts). */
+  counters?: RoundRobinCounters;
   /** The prompt's affinity key; a function so it is computed only for prefix_hash pools. */
   prefixKey?: string | (() => string | undefined);
   load?: (engine: string) => number;
@@ -71,6 +73,7 @@ function pick(model: string, role: "prefill" | "decode" | "regular", pool: Engin
   const i = choose(pools.policy[role], {
     candidates: candidates.map((e) => e.name),
     stateKey: `${model}\u0000${role}`,
+    counters: opts.counters,
     load: opts.load ?? (() => 0),
     routingKey: opts.routingKey,
     prefixKey: pools.policy[role] === "prefix_hash" ? (typeof opts.prefixKey === "function" ? opts.prefixKey() : opts.prefixKey) : undefined,

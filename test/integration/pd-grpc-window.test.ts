@@ -2,7 +2,10 @@
 // before decode pulls, and load accounting returning to zero.
 import { afterEach, expect, it } from "vitest";
 import { runAttempt } from "../../src/pd/executor.js";
-import { vllmEngineClient, type VllmEngineClient } from "../../src/backends/vllm-engine.js";
+import type { VllmEngineClient } from "../../src/backends/vllm-engine.js";
+import { EngineClients } from "../../src/backends/engine-clients.js";
+
+const engines = new EngineClients();
 import { vllmEngineTransport } from "../../src/backends/vllm-engine-transport.js";
 import { EngineLoads } from "../../src/core/in-flight.js";
 import { MemorySink } from "../../src/metrics/events.js";
@@ -23,7 +26,7 @@ afterEach(async () => {
 it("a disconnect right after prefill finished still dispatches decode with the handoff and aborts it, so no block stays pinned", async () => {
   cluster = await startTestCluster({ engines: pairSpecs({ leaseMs: 60_000 }) });
   const client = new AbortController();
-  const real = vllmEngineClient({ url: cluster.url("prefill"), transport: "connect" });
+  const real = engines.vllmEngine({ url: cluster.url("prefill"), transport: "connect" });
   // The prefill stream ends normally, and the client goes away at that very moment.
   const prefillClient = {
     ...real,
@@ -37,7 +40,7 @@ it("a disconnect right after prefill finished still dispatches decode with the h
   const pending: Promise<unknown>[] = [];
   const events = new MemorySink();
   const loads = new EngineLoads();
-  const decodeClient = vllmEngineClient({ url: cluster.url("decode"), transport: "connect" });
+  const decodeClient = engines.vllmEngine({ url: cluster.url("decode"), transport: "connect" });
   const transport = vllmEngineTransport((e) => (e.name === "prefill" ? prefillClient : decodeClient));
   await expect(
     runAttempt(

@@ -6,7 +6,8 @@ import { ENGINE_SERVICE_PATH as routerPath } from "../../src/api/engine/router.j
 import { ENGINE_SERVICE_PATH } from "../../src/app.js";
 import { Code as ConnectCode } from "@connectrpc/connect";
 import { Code } from "../../src/core/grpc-code.js";
-import { STREAMING_METHODS, UNARY_METHODS, vllmEngineClient } from "../../src/backends/vllm-engine.js";
+import { STREAMING_METHODS, UNARY_METHODS } from "../../src/backends/vllm-engine.js";
+import { EngineClients } from "../../src/backends/engine-clients.js";
 
 describe("lazily loaded surfaces", () => {
   it("the engine surface's path is the generated service's", () => {
@@ -22,7 +23,7 @@ describe("lazily loaded surfaces", () => {
     expect({ ...Code }).toEqual({ ...ConnectCode });
   });
   it("a client works before and after the module is in", async () => {
-    const c = vllmEngineClient({ url: "http://127.0.0.1:9", transport: "connect" });
+    const c = new EngineClients().vllmEngine({ url: "http://127.0.0.1:9", transport: "connect" });
     await expect(c.healthCheck({}, { timeoutMs: 200 })).rejects.toBeDefined();
   });
 });

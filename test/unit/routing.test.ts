@@ -3,7 +3,7 @@ import { canExecute, newBreaker, recordOutcome, type BreakerSettings } from "../
 import { applyProbe, isRoutable, newHealth, type EngineHealth } from "../../src/routing/health-state.js";
 import { backoffMs, exclusionAfter, MIN_ATTEMPT_MS, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
 import { legTimeoutMs } from "../../src/pd/deadline.js";
-import { choose, prefixKeyOf } from "../../src/routing/policies.js";
+import { choose, prefixKeyOf, RoundRobinCounters } from "../../src/routing/policies.js";
 import { rendezvous } from "../../src/routing/hashing.js";
 import { EngineLoads } from "../../src/core/in-flight.js";
 
@@ -124,9 +124,11 @@ describe("a leg's timeout under the request's deadline", () => {
 
 describe("policies", () => {
   const candidates = ["a", "b", "c"];
-  it("round_robin cycles per state key", () => {
-    const picks = Array.from({ length: 6 }, () => choose("round_robin", { candidates, stateKey: "t-rr", load: () => 0 }));
+  it("round_robin cycles per state key, in the counters it is given", () => {
+    const counters = new RoundRobinCounters();
+    const picks = Array.from({ length: 6 }, () => choose("round_robin", { candidates, stateKey: "t-rr", load: () => 0, counters }));
     expect(picks).toEqual([0, 1, 2, 0, 1, 2]);
+    expect(choose("round_robin", { candidates, stateKey: "other", load: () => 0, counters })).toBe(0);
   });
   it("power_of_two prefers the less loaded of two distinct picks", () => {
     const load = (e: string) => ({ a: 5, b: 0, c: 9 })[e]!;

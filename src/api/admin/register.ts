@@ -4,7 +4,7 @@
 import type { LoadedConfig } from "../../config/load.js";
 import { GatewayError } from "../../core/errors.js";
 import { discoverEngine } from "../../routing/discovery.js";
-import { hasFetchBinding } from "../../backends/fetch.js";
+import type { EngineClients } from "../../backends/engine-clients.js";
 import { checkEngineUrl, normalizeEngineUrl } from "../../routing/engine-url.js";
 import type { RegistryStub } from "../../routing/registry-client.js";
 import { ENGINE_ROLES, type NewRegistryEngine } from "../../routing/registry-types.js";
@@ -23,11 +23,12 @@ export async function prepareEngine(
   stub: RegistryStub,
   id: string,
   replacing: boolean,
+  engines: EngineClients,
 ): Promise<NewRegistryEngine> {
   // A binding-routed engine's URL is its private address: allowed_hosts covers it all the same.
   const check = checkEngineUrl(body.url, config.registry.allowed_hosts);
   if (!check.ok) throw new GatewayError(check.code, check.status, check.message, undefined, "url");
-  if (body.binding !== undefined && !hasFetchBinding(body.binding)) {
+  if (body.binding !== undefined && !engines.hasFetchBinding(body.binding)) {
     throw new GatewayError("invalid_request", 400, `binding: the Worker has no binding ${body.binding} (declare it in wrangler.toml vpc_services)`, undefined, "binding");
   }
   const url = check.url;
@@ -50,7 +51,7 @@ export async function prepareEngine(
   }
   if (!replacing && (await stub.get(id))) throw conflict(`name: an engine named "${id}" already exists`, "name");
 
-  const discovered = await discoverEngine({ url, transport: body.transport, model: body.model, ...(body.binding !== undefined ? { binding: body.binding } : {}) }, config.health.timeout_secs);
+  const discovered = await discoverEngine({ url, transport: body.transport, model: body.model, ...(body.binding !== undefined ? { binding: body.binding } : {}) }, config.health.timeout_secs, engines);
   const engine: NewRegistryEngine = {
     id,
     model: body.model,

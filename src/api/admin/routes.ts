@@ -136,8 +136,8 @@ export function adminRoutes() {
       const body = parseBody(registerBodySchema, await readBodyText(c.req.raw, MAX_BODY_BYTES));
       const stub = c.get("registry");
       const id = body.name ?? newEngineId();
-      const config = c.get("gateway").config;
-      const engine = written(await stub.add(await prepareEngine(body, config, stub, id, false), registryConfigOf(config)));
+      const { config, isolate } = c.get("gateway");
+      const engine = written(await stub.add(await prepareEngine(body, config, stub, id, false, isolate.engines), registryConfigOf(config)));
       const location = `/admin/engines/${encodeURIComponent(engine.id)}`;
       return c.json(await viewOf(c, engine.id), 201, { location });
     }),
@@ -153,8 +153,8 @@ export function adminRoutes() {
       }
       const stub = c.get("registry");
       if (!(await stub.get(id))) throw notFound(id);
-      const config = c.get("gateway").config;
-      const prepared = await prepareEngine(body, config, stub, id, true);
+      const { config, isolate } = c.get("gateway");
+      const prepared = await prepareEngine(body, config, stub, id, true, isolate.engines);
       written(await stub.update(id, body.status === undefined ? prepared : { ...prepared, status: body.status }, registryConfigOf(config)));
       return c.json(await viewOf(c, id));
     }),

@@ -15,7 +15,6 @@ import { vllmEngineFamily } from "../../routing/families.js";
 import { checkClientRequest } from "./client-request.js";
 import { contextWindowError, outputCapError } from "../context-window.js";
 import { vllmEngineContext } from "../../backends/model-contexts.js";
-import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import type { GatewayContext } from "../../context.js";
 import { errorCodeOf, toConnectError } from "./errors.js";
@@ -55,7 +54,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
         promptTokens: () => (request.input.case === "tokenized" ? request.input.value.inputIds.length : estimatePromptTokens(request.input.value ?? "")),
         ...optional("override", pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides)),
       },
-      family: handover ? { ...family, transport: withRawBodies(family.transport, handover.protocol) } : family,
+      family: handover ? { ...family, transport: withRawBodies(family.transport, handover.protocol, gw.isolate.engines) } : family,
       clientRequestId: request.requestId,
       requestId: engineRequestIdFor(gw.owner, request.requestId),
       owner: gw.owner,
@@ -130,7 +129,7 @@ function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming): Prom
  *  gateway does not know) only when max_tokens alone fills the context. */
 function refuseBeyondContext(gw: GatewayContext, model: string, request: GenerateRequest): void {
   const [engine] = enginesOf(gw.routing, model, VLLM_ENGINE_TRANSPORTS);
-  const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineContext(vllmEngineClient(engine)) : undefined), gw.waitUntil);
+  const limit = gw.isolate.modelContexts.known(model, () => (engine ? vllmEngineContext(gw.isolate.engines.vllmEngine(engine)) : undefined), gw.waitUntil);
   const maxTokens = request.samplingParams?.maxTokens;
   const maxField = "sampling_params.max_tokens";
   const e =

@@ -3,7 +3,6 @@
 // decode engine; HealthCheck answers for the gateway.
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { VllmEngine } from "../../gen/vllm_engine_pb.js";
-import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import type { EngineConfig } from "../../config/schema.js";
 import { GatewayError } from "../../core/errors.js";
 import { noEngineError } from "../../routing/pipeline.js";
@@ -26,7 +25,7 @@ function infoEngine(ctx: HandlerContext): EngineConfig {
 
 function proxied<K extends "getModelInfo" | "getServerInfo" | "getLoads">(method: K) {
   return async (req: Parameters<ServiceImpl<typeof VllmEngine>[K]>[0], ctx: HandlerContext) => {
-    const client = vllmEngineClient(infoEngine(ctx));
+    const client = gatewayOf(ctx).isolate.engines.vllmEngine(infoEngine(ctx));
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     return (client[method] as any)(req, { signal: ctx.signal, timeoutMs: 10_000 });
   };

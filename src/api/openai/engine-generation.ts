@@ -11,7 +11,6 @@ import { optional } from "../../core/optional.js";
 import type { EngineConfig } from "../../config/schema.js";
 import { GenerateRequestSchema } from "../../gen/vllm_engine_pb.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
-import { vllmEngineClient } from "../../backends/vllm-engine.js";
 import { TokenizerBundles, type ModelTokenizer } from "../../backends/tokenizer-bundles.js";
 import type { IsolateState } from "../../routing/isolate.js";
 import type { PdOverride } from "../../pd/plan.js";
@@ -151,5 +150,5 @@ function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, route: OpenAiR
 
 /** The isolate's tokenizer cache, created on the first request that needs one. */
 export function tokenizersOf(isolate: IsolateState): TokenizerBundles {
-  return (isolate.tokenizers ??= new TokenizerBundles({ clientOf: vllmEngineClient }));
+  return (isolate.tokenizers ??= new TokenizerBundles({ clientOf: (engine) => isolate.engines.vllmEngine(engine) }));
 }

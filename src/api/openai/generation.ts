@@ -108,7 +108,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
         promptTokens: () => (isTokenIds(p.body.prompt) ? p.body.prompt.length : estimatePromptTokens(promptText(p, Infinity) ?? "")),
         ...optional("override", override),
       },
-      family: openAiHttpFamily,
+      family: openAiHttpFamily(gw.isolate),
       clientRequestId: requestId,
       requestId: engineRequestIdFor(gw.owner, requestId),
       owner: gw.owner,

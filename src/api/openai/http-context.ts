@@ -12,7 +12,7 @@ import type { OpenAiRequest } from "./request.js";
 
 export function refuseBeyondHttpContext(gw: GatewayContext, p: OpenAiRequest): void {
   const [engine] = enginesOf(gw.routing, p.model, OPENAI_HTTP_TRANSPORTS);
-  const limit = gw.isolate.modelContexts.known(p.model, () => (engine ? openAiHttpContext(engine, p.model) : undefined), gw.waitUntil);
+  const limit = gw.isolate.modelContexts.known(p.model, () => (engine ? openAiHttpContext(engine, p.model, gw.isolate.engines.fetchFor(engine)) : undefined), gw.waitUntil);
   if (limit === undefined) return;
   const chat = p.route === "/v1/chat/completions";
   const { field, value } = maxTokensField(chat, p.body);

@@ -2,7 +2,10 @@
 // answer's first frame is its head (an empty chunk), so its body can be handed over untouched
 // (detach) and piped by the runtime; closing a detached body being piped is left to its pipe.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import { openAiHttpTransport as transportVia } from "../../../src/backends/openai-http-transport.js";
+import { EngineClients } from "../../../src/backends/engine-clients.js";
+
+const openAiHttpTransport = transportVia(new EngineClients());
 import type { EngineTarget } from "../../../src/core/types.js";
 
 const engine: EngineTarget = { name: "d", url: "http://decode", transport: "openai-http" };

@@ -8,7 +8,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { GenerateRequestSchema, GenerateResponseSchema, type GenerateResponse } from "../../../src/gen/vllm_engine_pb.js";
 import { rawGenerateCall } from "../../../src/backends/vllm-engine-raw-call.js";
 import { vllmEngineTransport } from "../../../src/backends/vllm-engine-transport.js";
-import { connectVllmEngineClient } from "../../../src/backends/vllm-engine-client.js";
+import { createVllmEngineClient } from "../../../src/backends/vllm-engine-client.js";
+import { engineFetch } from "../../../src/backends/fetch.js";
 import type { EngineCall } from "../../../src/core/leg-transport.js";
 import type { EngineTarget } from "../../../src/core/types.js";
 import { envelope } from "../../support/engine-wire.js";
@@ -70,7 +71,7 @@ async function run(call: EngineCall<GenerateResponse>): Promise<unknown[]> {
 const request = create(GenerateRequestSchema, { requestId: "r", input: { case: "text", value: "hi" }, stream: true });
 const spec = { leg: "decode" as const, requestId: "r" };
 const target = (transport: "connect" | "grpc-web"): EngineTarget => ({ name: "e", url: "http://engine.test", transport });
-const viaConnectWeb = vllmEngineTransport((e) => connectVllmEngineClient(e));
+const viaConnectWeb = vllmEngineTransport((e) => createVllmEngineClient(e, engineFetch));
 
 describe.each([
   ["connect", CONNECT, connectEnd({})],
@@ -97,7 +98,7 @@ describe.each([
     stubEngine(answer);
     const expected = await run(viaConnectWeb.start(target(transport), request, spec));
     stubEngine(answer);
-    const got = await run(rawGenerateCall(target(transport), transport, request, spec));
+    const got = await run(rawGenerateCall(target(transport), transport, request, spec, engineFetch));
     expect(got).toEqual(expected);
     expect(got.length).toBeGreaterThan(0);
   });
@@ -120,7 +121,7 @@ describe("after the end-of-stream frame", () => {
       });
       return new Response(body, { status: 200, headers: CONNECT });
     });
-    expect(await run(rawGenerateCall(target("connect"), "connect", request, spec))).toEqual(["chunk", "complete", "done"]);
+    expect(await run(rawGenerateCall(target("connect"), "connect", request, spec, engineFetch))).toEqual(["chunk", "complete", "done"]);
     await new Promise((r) => setTimeout(r, 0));
     expect(closed).toBe(true);
   });
@@ -140,7 +141,7 @@ describe("a message declared larger than MAX_FRAME_BYTES", () => {
       });
       return new Response(body, { status: 200, headers });
     });
-    const got = await run(rawGenerateCall(target(transport), transport, request, spec));
+    const got = await run(rawGenerateCall(target(transport), transport, request, spec, engineFetch));
     expect(got[0]).toBe("chunk");
     expect(got[1]).toMatchObject({ code: Code.ResourceExhausted });
     expect(String((got[1] as { message: string }).message)).toContain(`larger than ${MAX_FRAME_BYTES} bytes`);
@@ -150,7 +151,7 @@ describe("a message declared larger than MAX_FRAME_BYTES", () => {
 describe("the raw hand-over", () => {
   it("after the first frame: its own bytes, then what was read with it; the rest as the body", async () => {
     stubEngine({ headers: CONNECT, body: [concat(chunkFrame(1), chunkFrame(2).subarray(0, 4)), concat(chunkFrame(2).subarray(4), completeFrame), connectEnd({})] });
-    const call = rawGenerateCall(target("connect"), "connect", request, spec);
+    const call = rawGenerateCall(target("connect"), "connect", request, spec, engineFetch);
     expect(call.detachRaw!()).toBeUndefined(); // nothing read yet
     expect((await call.next()).done).toBe(false);
     const raw = call.detachRaw!()!;
@@ -165,7 +166,7 @@ describe("the raw hand-over", () => {
 
   it("not after a second frame", async () => {
     stubEngine({ headers: CONNECT, body: [chunkFrame(1), chunkFrame(2), connectEnd({})] });
-    const call = rawGenerateCall(target("connect"), "connect", request, spec);
+    const call = rawGenerateCall(target("connect"), "connect", request, spec, engineFetch);
     await call.next();
     await call.next();
     expect(call.detachRaw!()).toBeUndefined();
@@ -180,7 +181,7 @@ describe("the raw hand-over", () => {
     ["grpc-web", GRPC_WEB, trailer("grpc-status: 14\r\ngrpc-message: gone\r\n"), { kind: "rpc", status: 503, message: "gone" }],
   ] as const)("%s end-of-stream payloads are explained as the call would have (%#)", async (transport, headers, end, failure) => {
     stubEngine({ headers, body: [chunkFrame(1), completeFrame] });
-    const call = rawGenerateCall(target(transport), transport, request, spec);
+    const call = rawGenerateCall(target(transport), transport, request, spec, engineFetch);
     await call.next();
     const raw = call.detachRaw!()!;
     const f = raw.endFailure(end.subarray(5));

@@ -9,7 +9,10 @@ import type { PdOverride } from "../../../src/pd/plan.js";
 import { GatewayError, UpstreamStatusError } from "../../../src/core/errors.js";
 import { EngineLoads } from "../../../src/core/in-flight.js";
 import { connectorMode, type EngineKvMeta } from "../../../src/pd/connector.js";
-import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import { openAiHttpTransport as transportVia } from "../../../src/backends/openai-http-transport.js";
+import { EngineClients } from "../../../src/backends/engine-clients.js";
+
+const openAiHttpTransport = transportVia(new EngineClients());
 import type { OpenAiRoute } from "../../../src/backends/openai-bodies.js";
 import { STALE_CONNECTION_RETRIES } from "../../../src/backends/fetch.js";
 import { fanoutWidth } from "../../../src/api/openai/request.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { NIXL_PREFILL_PARAMS_JSON, connectorMode, type ConnectorMode } from "../../../src/pd/connector.js";
 import { bodyWithSampling, buildEngineBody, harvestKvParams, type OpenAiRoute } from "../../../src/backends/openai-bodies.js";
 import { prefillCap } from "../../../src/pd/prefill-cap.js";
-import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import { OPENAI_HTTP_TRAITS } from "../../../src/backends/openai-http-transport.js";
 import { fanoutWidth } from "../../../src/api/openai/request.js";
 import { planDecodeKv, prefillKvTag, type PdPlan } from "../../../src/pd/plan.js";
 import { relayKvParams, shouldSkipPrefill } from "../../../src/pd/skip.js";
@@ -10,7 +10,7 @@ import { relayKvParams, shouldSkipPrefill } from "../../../src/pd/skip.js";
 /** The plan's decode table as the OpenAI HTTP transport sees it (no typed bootstrap form). */
 function planHttpDecodeKv(o: { mode: ConnectorMode; relay: boolean; transferId?: string; harvested?: string; prefillRan: boolean }) {
   const plan: PdPlan = { mode: o.mode, relay: o.relay, skip: !o.prefillRan, pixelsOnPrefillOnly: false, ...(o.transferId !== undefined ? { transferId: o.transferId } : {}) };
-  const kv = planDecodeKv(plan, openAiHttpTransport.traits, o.harvested);
+  const kv = planDecodeKv(plan, OPENAI_HTTP_TRAITS, o.harvested);
   return {
     injection: kv.injection,
     ...(kv.spec.kvParamsJson !== undefined ? { paramsJson: kv.spec.kvParamsJson } : {}),

@@ -8,7 +8,7 @@ import { GenerateRequestSchema, type SamplingParamsSchema } from "../../../src/g
 import type { LegSpec, TransportTraits } from "../../../src/core/leg-transport.js";
 import { encodeGenerateLeg } from "../../../src/backends/generate-request.js";
 import { bodyWithSampling, buildEngineBody, type OpenAiRoute } from "../../../src/backends/openai-bodies.js";
-import { openAiHttpTransport } from "../../../src/backends/openai-http-transport.js";
+import { OPENAI_HTTP_TRAITS } from "../../../src/backends/openai-http-transport.js";
 import { planPd, type PdOverride } from "../../../src/pd/plan.js";
 import { prefillCap } from "../../../src/pd/prefill-cap.js";
 
@@ -28,7 +28,7 @@ describe("prefillCap", () => {
     expect(prefillCap()).toEqual({ maxTokens: 1, minTokens: 0, n: 1, ignoreEos: true, stop: [], stopTokenIds: [], stream: false });
   });
   it("the plan puts it on every prefill leg it plans, on both transports", () => {
-    for (const traits of [GRPC_TRAITS, openAiHttpTransport.traits]) {
+    for (const traits of [GRPC_TRAITS, OPENAI_HTTP_TRAITS]) {
       for (const fanout of [1, 4]) expect(prefillSpec(traits, fanout).sampling).toEqual(prefillCap());
     }
   });
@@ -84,7 +84,7 @@ describe("vLLM OpenAI HTTP: the prefill body", () => {
     ["a stream with stream_options", CHAT, { ...chat, stream: true, stream_options: { include_usage: true } }, { max_tokens: 1 }],
     ["vendor fields are kept", CHAT, { ...chat, x_vendor: { a: [1] }, response_format: { type: "json_object" } }, { max_tokens: 1, x_vendor: { a: [1] }, response_format: { type: "json_object" } }],
   ])("%s: capped; the rest as sent; decode gets the client's bytes", (_name, route, body, extra) => {
-    const spec = prefillSpec(openAiHttpTransport.traits, typeof body.n === "number" ? body.n : 1);
+    const spec = prefillSpec(OPENAI_HTTP_TRAITS, typeof body.n === "number" ? body.n : 1);
     const p = bodyWithSampling(route, body, spec.sampling!, spec.kvParamsJson);
     const { model, temperature, seed } = body;
     const prompt = route === CHAT ? { messages: body.messages } : { prompt: body.prompt };
