@@ -2,70 +2,16 @@
 // per-leg timeout, the engine outcome, and what a client disconnect or the client's Abort
 // call does. A prefill leg is drained to its end; a decode (or regular) leg is opened up to
 // its first frame, which proves any KV handoff completed, and then handed to the surface.
+// When the engine gets its Abort is the state machine's to say (leg-machine.ts, pure and
+// table-tested); leg-driver.ts performs its actions; this file feeds it the call's events.
 import { clientCancelledError, GatewayError, requestAbortedError } from "../core/errors.js";
-import type { EngineLoads } from "../core/in-flight.js";
 import { LegFailure, type EngineCall, type LegSpec, type LegTransport, type RawBody } from "../core/leg-transport.js";
-import { delay } from "../core/time.js";
 import type { EngineTarget, Leg } from "../core/types.js";
+import type { LegContext } from "./leg-context.js";
+import { LegDriver } from "./leg-driver.js";
 import { legError } from "./leg-errors.js";
 
-/** Where engine outcomes go (breakers, registry, metrics): routing supplies it. */
-export interface OutcomeReporter {
-  /** `status` is the engine's own answer as HTTP (200 on success), before any mapping. */
-  report(engine: EngineTarget, leg: Leg, status: number): void;
-}
-
-export interface LegContext {
-  model: string;
-  /** Told once when a stream handed to the surface ends, however it ends (drained, failed,
-   *  cancelled): no extra wrapper around every frame for it. */
-  onStreamEnd?(): void;
-  /** Fires when the client goes away. */
-  clientSignal: AbortSignal;
-  /** Fires when the client's Abort call names the request (routing/client-requests.ts): the
-   *  engine gets its Abort by the same rule as for a client that went away, and the stream
-   *  goes on to the end the engine gives it (finish_reason "abort"). */
-  abortRequested?: AbortSignal;
-  waitUntil(promise: Promise<unknown>): void;
-  loads: EngineLoads;
-  outcomes: OutcomeReporter;
-}
-
-/** Sends the engine the leg's Abort RPC (where the protocol has one) once, off the response
- *  path. Failures are logged, never thrown: the request is over for the client. */
-function abortRpc<P, F>(t: LegTransport<P, F>, engine: EngineTarget, requestId: string, ctx: LegContext): () => void {
-  let sent = false;
-  return () => {
-    if (sent || !t.abort) return;
-    sent = true;
-    const rpc = t.abort(engine, requestId).catch((err: unknown) => {
-      console.warn(JSON.stringify({ msg: "abort rpc failed", engine: engine.name, requestId, error: String(err) }));
-    });
-    ctx.waitUntil(rpc);
-  };
-}
-
-/** Stops a call now: closes it and sends its Abort RPC. */
-function stopper<F>(call: EngineCall<F>, abort: () => void): () => void {
-  let stopped = false;
-  return () => {
-    if (stopped) return;
-    stopped = true;
-    call.close();
-    abort();
-  };
-}
-
-/** Runs `listener` when `signal` fires (at once if it has); returns the unsubscribe. */
-function onAbort(signal: AbortSignal | undefined, listener: () => void): () => void {
-  if (!signal) return () => undefined;
-  if (signal.aborted) {
-    listener();
-    return () => undefined;
-  }
-  signal.addEventListener("abort", listener, { once: true });
-  return () => signal.removeEventListener("abort", listener);
-}
+export type { LegContext, OutcomeReporter } from "./leg-context.js";
 
 /** The error a leg that the client ended ends with, if the client ended it. */
 export function endedByClient(ctx: Pick<LegContext, "clientSignal" | "abortRequested">): GatewayError | undefined {
@@ -89,37 +35,27 @@ export async function drainPrefill<P, F>(
   timeoutMs: number,
 ): Promise<string | undefined> {
   const call = t.start(engine, payload, spec);
-  const release = ctx.loads.charge(engine.name);
-  const stop = stopper(call, abortRpc(t, engine, spec.requestId, ctx));
-  const unlisten = [onAbort(ctx.clientSignal, stop), onAbort(ctx.abortRequested, stop)];
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    stop();
-  }, timeoutMs);
+  const rules = { handedOff: false, drain: true };
+  const run = new LegDriver({ transport: t, engine, leg: "prefill", requestId: spec.requestId, call, ctx, rules, timeoutMs, deferredAbortMaxMs: 0 });
+  run.dispatch("dispatched");
   const harvester = t.harvester();
   let frames = 0;
   try {
-    for (;;) {
-      const r = await call.next();
-      if (r.done) break;
+    for (let r = await call.next(); !r.done; r = await call.next()) {
       frames++;
       harvester.push(r.value);
     }
   } catch (err) {
-    call.close();
+    run.dispatch("stream_failed");
     const ended = endedByClient(ctx);
     if (ended) throw ended;
     const f = asFailure(err);
-    const e = timedOut ? legError("prefill", "timeout", engine.name, f, timeoutMs) : legError("prefill", frames === 0 ? "start" : "stream", engine.name, f);
-    ctx.outcomes.report(engine, "prefill", timedOut ? 504 : f.status);
+    const e = run.timedOut ? legError("prefill", "timeout", engine.name, f, timeoutMs) : legError("prefill", frames === 0 ? "start" : "stream", engine.name, f);
+    ctx.outcomes.report(engine, "prefill", run.timedOut ? 504 : f.status);
     logLegFailure(engine, "prefill", spec.requestId, e);
     throw e.from(engine.name);
-  } finally {
-    clearTimeout(timer);
-    release();
-    for (const u of unlisten) u();
   }
+  run.dispatch("stream_end");
   ctx.outcomes.report(engine, "prefill", 200);
   return harvester.result();
 }
@@ -172,7 +108,7 @@ export interface OpenLegOptions {
  *  for a client that left and for its Abort call: with a handoff, before that frame the
  *  engine's Abort is deferred until it; otherwise, and after the first frame, it is
  *  immediate. A client that left has its call closed too; after an Abort call the stream goes
- *  on to the engine's own end. Normal completion sends none. */
+ *  on to the engine's own end. Normal completion sends none. (leg-machine.ts decides.) */
 export async function openLeg<P, F>(
   t: LegTransport<P, F>,
   engine: EngineTarget,
@@ -181,90 +117,69 @@ export async function openLeg<P, F>(
   ctx: LegContext,
   o: OpenLegOptions,
 ): Promise<LegStream<F>> {
-  const { leg } = spec;
   const call = t.start(engine, payload, spec);
-  const release = ctx.loads.charge(engine.name);
-  const sendAbort = abortRpc(t, engine, spec.requestId, ctx);
-  const abortCall = stopper(call, sendAbort);
-  let state: "waiting" | "streaming" | "done" = "waiting";
-  const unlisten: (() => void)[] = [];
-  const finish = () => {
-    if (state === "done") return;
-    const handedOver = state === "streaming";
-    state = "done";
-    release();
-    for (const u of unlisten) u();
-    if (handedOver) ctx.onStreamEnd?.();
-  };
-  let stopped = false;
-  let pipeStop: AbortController | undefined;
-  const stopNow = () => {
-    stopped = true;
-    pipeStop?.abort(clientCancelledError());
-    finish();
-    abortCall();
-  };
   const first = call.next();
-  let markGone: () => void = () => undefined;
-  const gone = new Promise<"gone">((resolve) => (markGone = () => resolve("gone")));
-  /** Now, or, while the engine may still be pulling a handoff, once its first frame came. */
-  function byHandoffRule(abort: () => void): void {
-    if (state === "waiting" && o.handedOff) {
-      const settled = first.then(() => undefined, () => undefined);
-      ctx.waitUntil(Promise.race([settled, delay(o.deferredAbortMaxMs)]).then(abort));
-    } else {
-      abort();
-    }
-  }
-  // Gone (or aborted) in the window after prefill finished: decode still goes out with the
-  // handoff, and the deferred abort lets it consume the blocks instead of pinning them until
-  // the lease.
-  unlisten.push(
-    onAbort(ctx.clientSignal, () => {
-      markGone();
-      if (state !== "done") byHandoffRule(stopNow);
-    }),
-    // An Abort call: the client still reads the stream, which the engine ends. A transport
-    // without an Abort RPC (OpenAI HTTP) is aborted only by its client closing.
-    onAbort(ctx.abortRequested, () => {
-      if (state !== "done") byHandoffRule(() => state !== "done" && sendAbort());
-    }),
-  );
+  const run = new LegDriver({
+    transport: t,
+    engine,
+    leg: spec.leg,
+    requestId: spec.requestId,
+    call,
+    ctx,
+    rules: { handedOff: o.handedOff, drain: false },
+    timeoutMs: o.firstFrameTimeoutMs,
+    deferredAbortMaxMs: o.deferredAbortMaxMs,
+    firstFrame: first,
+  });
+  run.dispatch("dispatched");
+  const head = await firstFrame(run, first, engine, spec, ctx, o.firstFrameTimeoutMs);
+  return legStream(run, call, head, engine, spec.leg, spec.requestId);
+}
 
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    stopNow();
-  }, o.firstFrameTimeoutMs);
+/** Waits for the leg's first frame; the client need not wait for it once it left (the
+ *  machine's abort rule decides what happens to the leg then). */
+async function firstFrame<F>(
+  run: LegDriver<F>,
+  first: Promise<IteratorResult<F>>,
+  engine: EngineTarget,
+  spec: LegSpec,
+  ctx: LegContext,
+  timeoutMs: number,
+): Promise<IteratorResult<F>> {
   let head: IteratorResult<F> | "gone";
   try {
-    // The client need not wait for the first frame once it left; the abort rule above
-    // decides what happens to the leg.
-    head = await Promise.race([first, gone]);
+    head = await Promise.race([first, run.gone]);
   } catch (err) {
-    finish();
-    call.close();
+    run.dispatch("first_frame_failed");
     // A failure after an Abort call is still the engine's: decode failover may take it.
     if (ctx.clientSignal.aborted) throw clientCancelledError();
-    const f = asFailure(err);
-    const e = timedOut ? legError(leg, "timeout", engine.name, f, o.firstFrameTimeoutMs) : legError(leg, "start", engine.name, f);
-    ctx.outcomes.report(engine, leg, timedOut ? 504 : f.status);
-    logLegFailure(engine, leg, spec.requestId, e);
-    // The transport's account of a failure before the first frame, for failover decisions.
-    if (!timedOut) e.cause = f;
-    throw e.from(engine.name);
+    throw openFailure(asFailure(err), run.timedOut, engine, spec, ctx, timeoutMs);
   } finally {
-    clearTimeout(timer);
+    run.clearTimer();
   }
   if (head === "gone" || ctx.clientSignal.aborted) {
     first.catch(() => undefined); // settles after the (deferred) abort; nobody reads it
     throw clientCancelledError();
   }
-  state = "streaming";
-  ctx.outcomes.report(engine, leg, 200);
-  if (head.done) finish();
+  run.dispatch(head.done ? "last_frame" : "first_frame");
+  return head;
+}
 
+/** A failure before the first frame, reported, logged, as the client gets it. */
+function openFailure(f: LegFailure, timedOut: boolean, engine: EngineTarget, spec: LegSpec, ctx: LegContext, timeoutMs: number): GatewayError {
+  const e = timedOut ? legError(spec.leg, "timeout", engine.name, f, timeoutMs) : legError(spec.leg, "start", engine.name, f);
+  ctx.outcomes.report(engine, spec.leg, timedOut ? 504 : f.status);
+  logLegFailure(engine, spec.leg, spec.requestId, e);
+  // The transport's account of a failure before the first frame, for failover decisions.
+  if (!timedOut) e.cause = f;
+  return e.from(engine.name);
+}
+
+/** The opened leg as the surface reads it: frames one at a time, or handed over whole. */
+function legStream<F>(run: LegDriver<F>, call: EngineCall<F>, head: IteratorResult<F>, engine: EngineTarget, leg: Leg, requestId: string): LegStream<F> {
   let pending: IteratorResult<F> | undefined = head;
+  const streamError = (f: LegFailure) => legStreamError(f, engine, leg, requestId);
+  const handOver = <B>(body: ReadableStream<B>) => handedOver(run, body);
   return {
     engine: engine.name,
     headers: () => call.headers(),
@@ -274,73 +189,66 @@ export async function openLeg<P, F>(
         pending = undefined;
         return r;
       }
-      // Stopped (the client left, or the consumer cancelled): not a normal end.
-      if (stopped) throw clientCancelledError();
-      if (state === "done") return { done: true, value: undefined };
-      try {
-        const r = await call.next();
-        if (r.done) finish();
-        return r;
-      } catch (err) {
-        finish();
-        call.close();
-        if (ctx.clientSignal.aborted) throw clientCancelledError();
-        throw streamError(asFailure(err));
-      }
+      return nextFrame(run, call, streamError);
     },
-    cancel() {
-      if (state !== "done") stopNow();
-    },
+    cancel: () => run.dispatch("cancel"),
     detach() {
-      if (pending || stopped || state !== "streaming") return undefined;
+      if (pending || run.stopped || run.phase !== "streaming") return undefined;
       const body = call.detach?.();
       return body ? handOver(body) : undefined;
     },
     detachRaw() {
-      if (!pending || pending.done || stopped || state !== "streaming") return undefined;
+      if (!pending || pending.done || run.stopped || run.phase !== "streaming") return undefined;
       const raw = call.detachRaw?.();
       if (!raw) return undefined;
       pending = undefined;
-      const leg = handOver(raw.body);
+      const detached = handOver(raw.body);
       const { head, endFlag, endFailure, failure } = raw;
-      return Object.assign(leg, {
-        head,
-        endFlag,
-        endFailure,
-        failure,
-        failed(f: LegFailure) {
-          leg.end("failed");
-          return streamError(f);
-        },
-      });
+      function failed(f: LegFailure): GatewayError {
+        detached.end("failed");
+        return streamError(f);
+      }
+      return Object.assign(detached, { head, endFlag, endFailure, failure, failed });
     },
   };
+}
 
-  /** A failure after the first frame, logged, as the client gets it. */
-  function streamError(f: LegFailure): GatewayError {
-    const e = legError(leg, "stream", engine.name, f);
-    logLegFailure(engine, leg, spec.requestId, e);
-    return e.from(engine.name);
+/** The next frame after the first one. */
+async function nextFrame<F>(run: LegDriver<F>, call: EngineCall<F>, streamError: (f: LegFailure) => GatewayError): Promise<IteratorResult<F>> {
+  // Stopped (the client left, or the consumer cancelled): not a normal end.
+  if (run.stopped) throw clientCancelledError();
+  if (run.phase === "ended") return { done: true, value: undefined };
+  try {
+    const r = await call.next();
+    if (r.done) run.dispatch("stream_end");
+    return r;
+  } catch (err) {
+    run.dispatch("stream_failed");
+    if (run.clientGone) throw clientCancelledError();
+    throw streamError(asFailure(err));
   }
+}
 
-  function handOver<B>(body: ReadableStream<B>): DetachedLeg<B> {
-    return {
-      body,
-      // Made when a consumer pipes (a non-streamed answer handed to the runtime never asks).
-      get signal() {
-        pipeStop ??= new AbortController();
-        if (stopped) pipeStop.abort(clientCancelledError());
-        return pipeStop.signal;
-      },
-      end(how) {
-        if (how === "cancelled") stopNow();
-        else {
-          if (how === "failed") call.close();
-          finish();
-        }
-      },
-    };
-  }
+/** A failure after the first frame, logged, as the client gets it. */
+function legStreamError(f: LegFailure, engine: EngineTarget, leg: Leg, requestId: string): GatewayError {
+  const e = legError(leg, "stream", engine.name, f);
+  logLegFailure(engine, leg, requestId, e);
+  return e.from(engine.name);
+}
+
+/** The leg's frames left, handed to a consumer that pipes them. */
+function handedOver<F, B>(run: LegDriver<F>, body: ReadableStream<B>): DetachedLeg<B> {
+  run.dispatch("detach");
+  return {
+    body,
+    // Made when a consumer pipes (a non-streamed answer handed to the runtime never asks).
+    get signal() {
+      return run.stopSignal();
+    },
+    end(how) {
+      run.dispatch(how === "cancelled" ? "cancel" : how === "failed" ? "stream_failed" : "stream_end");
+    },
+  };
 }
 
 /** The log names the engine's URL too; the client's message names only the engine. */
