@@ -108,7 +108,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     isolate.engines.useBindings(c.env);
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
-    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil };
+    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS, { counters: isolate.metrics.counters }), clientSignal: c.req.raw.signal, waitUntil };
     const gateway: GatewayContext = {
       config,
       routing: isolate.registry.snapshot(c.env, config, waitUntil),

@@ -41,6 +41,3 @@ export class PointRing {
 }
 
 export const DEV_RING_CAPACITY = 200;
-
-/** This isolate's ring. */
-export const devRing = new PointRing(DEV_RING_CAPACITY);

@@ -15,24 +15,22 @@ export interface MetricsCounters {
   droppedOverLimit: number;
 }
 
-// Per isolate: these counters outlive the request that incremented them.
-const counters: MetricsCounters = { writeFailures: 0, droppedOverLimit: 0 };
-
-export function metricsCounters(): MetricsCounters {
-  return { ...counters };
-}
-
-export function metricsWriteFailures(): number {
-  return counters.writeFailures;
+/** Counters that outlive the request that incremented them: the isolate state owns them
+ *  (routing/isolate.ts), and every sink of that isolate adds to them. */
+export function newMetricsCounters(): MetricsCounters {
+  return { writeFailures: 0, droppedOverLimit: 0 };
 }
 
 export interface SinkOptions {
   /** Points this sink may write; Analytics Engine accepts 250 per invocation. */
   maxPoints?: number;
+  /** Where failures and drops are counted (the isolate's); default: counted nowhere shared. */
+  counters?: MetricsCounters;
 }
 
 export function createEventSink(dataset: AnalyticsEngineDataset | undefined, opts: SinkOptions = {}): EventSink {
   const maxPoints = opts.maxPoints ?? MAX_POINTS_PER_INVOCATION;
+  const counters = opts.counters ?? newMetricsCounters();
   let written = 0;
   let dropped = 0;
   return {
@@ -51,7 +49,7 @@ export function createEventSink(dataset: AnalyticsEngineDataset | undefined, opt
       try {
         point = encodeEvent(event);
       } catch (err) {
-        failed(err, event);
+        failed(err, event, counters);
         return;
       }
       if (!dataset) {
@@ -61,13 +59,13 @@ export function createEventSink(dataset: AnalyticsEngineDataset | undefined, opt
       try {
         dataset.writeDataPoint(point);
       } catch (err) {
-        failed(err, event);
+        failed(err, event, counters);
       }
     },
   };
 }
 
-function failed(err: unknown, event: GatewayEvent): void {
+function failed(err: unknown, event: GatewayEvent, counters: MetricsCounters): void {
   counters.writeFailures++;
   // The first failure and then every 1000th: a broken binding must not flood the log.
   if (counters.writeFailures === 1 || counters.writeFailures % 1000 === 0) {

@@ -13,6 +13,8 @@ import { ClientRequests } from "./client-requests.js";
 import { AbortBatches } from "./abort-batches.js";
 import { EngineClients } from "../backends/engine-clients.js";
 import { RoundRobinCounters } from "./policies.js";
+import { DEV_RING_CAPACITY, PointRing } from "../metrics/dev-ring.js";
+import { newMetricsCounters, type MetricsCounters } from "../metrics/sink.js";
 import { EngineLoadReadings } from "./engine-loads.js";
 import { RegistryView } from "./snapshot.js";
 import type { EngineTarget } from "../core/types.js";
@@ -22,6 +24,8 @@ export interface IsolateState {
   engines: EngineClients;
   /** Round-robin positions per model and pool. */
   roundRobin: RoundRobinCounters;
+  /** The metrics sinks' failure and drop counts, and the dev ring (DEV_METRICS=on). */
+  metrics: { counters: MetricsCounters; ring: PointRing };
   loads: EngineLoads;
   breakers: LocalBreakers;
   engineInfo: EngineInfoCache;
@@ -42,6 +46,7 @@ export function createIsolateState(): IsolateState {
   return {
     engines,
     roundRobin: new RoundRobinCounters(),
+    metrics: { counters: newMetricsCounters(), ring: new PointRing(DEV_RING_CAPACITY) },
     loads: new EngineLoads(),
     breakers: new LocalBreakers(),
     engineInfo: new EngineInfoCache(),

@@ -4,10 +4,10 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import worker from "../../src/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.js";
+import { createIsolateState } from "../../src/routing/isolate.js";
 import { VllmEngine } from "../../src/gen/vllm_engine_pb.js";
-import { devRing } from "../../src/metrics/dev-ring.js";
 import type { RecentBody } from "../../src/api/admin/dev-metrics.js";
 import { RecordingDataset, testGateway } from "../support/gateway.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
@@ -15,7 +15,6 @@ import { pairConfig, pairSpecs } from "../support/pd-fixtures.js";
 
 const PROMPT = "count the points this request writes";
 let cluster: TestCluster | undefined;
-beforeEach(() => devRing.clear());
 afterEach(async () => {
   await cluster?.close();
   cluster = undefined;
@@ -24,18 +23,22 @@ afterEach(async () => {
 /** The gateway config with an open data plane, as testGateway sets it. */
 const open = (config: Record<string, unknown>) => JSON.stringify({ auth: { data_plane: "open" }, ...config });
 
-/** The Worker with a chosen env, METRICS included (testGateway always binds its recorder),
- *  waiting for its waitUntil work like testGateway does. */
+/** A fresh app (its own isolate state: dev ring, counters) with a chosen env, METRICS
+ *  included (testGateway always binds its recorder), waiting for its waitUntil work like
+ *  testGateway does. */
 function workerWith(env: Record<string, unknown>) {
   const pending: Promise<void>[] = [];
+  const isolate = createIsolateState();
+  const app = createApp(isolate);
   const doFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
     const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(input, { ...init, redirect: "manual" }) as Request<unknown, IncomingRequestCfProperties>, env as never, ctx);
+    const res = await app.fetch(new Request(input, { ...init, redirect: "manual" }) as Request<unknown, IncomingRequestCfProperties>, env as never, ctx);
     pending.push(waitOnExecutionContext(ctx));
     return res;
   };
   const client = createClient(VllmEngine, createConnectTransport({ baseUrl: "http://gateway.test", useBinaryFormat: true, fetch: doFetch as typeof fetch }));
   return {
+    isolate,
     fetch: doFetch,
     settle: () => Promise.all(pending),
     async generate(n = 1) {
@@ -118,6 +121,6 @@ describe("GET /admin/metrics/recent", () => {
     const offRes = await off.fetch("http://gateway.test/admin/metrics/recent");
     expect(offRes.status).toBe(404);
     await offRes.body?.cancel();
-    expect(devRing.entries()).toHaveLength(0);
+    expect(off.isolate.metrics.ring.entries()).toHaveLength(0);
   });
 });

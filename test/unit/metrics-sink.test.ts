@@ -1,7 +1,7 @@
 // The sink: at most 250 points per request context (then drop, count, log once), a throwing
 // binding caught and counted, the console fallback, and the dev ring tee.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createEventSink, metricsCounters } from "../../src/metrics/sink.js";
+import { createEventSink, newMetricsCounters } from "../../src/metrics/sink.js";
 import { MAX_POINTS_PER_INVOCATION } from "../../src/metrics/limits.js";
 import { PointRing } from "../../src/metrics/dev-ring.js";
 import { recentBody, teeDataset } from "../../src/api/admin/dev-metrics.js";
@@ -22,13 +22,13 @@ describe("per-invocation budget", () => {
   it("writes 250 points, then drops and counts the rest, logging once", () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const ds = new Recorder();
-    const sink = createEventSink(ds);
-    const before = metricsCounters().droppedOverLimit;
+    const counters = newMetricsCounters();
+    const sink = createEventSink(ds, { counters });
     for (let i = 0; i < MAX_POINTS_PER_INVOCATION + 30; i++) sink.emit(outcome(i));
     expect(MAX_POINTS_PER_INVOCATION).toBe(250);
     expect(ds.points).toHaveLength(250);
     expect(ds.points.at(-1)!.blobs![2]).toBe("e249");
-    expect(metricsCounters().droppedOverLimit - before).toBe(30);
+    expect(counters.droppedOverLimit).toBe(30);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(JSON.parse(warn.mock.calls[0]![0] as string)).toMatchObject({ limit: 250 });
   });
@@ -47,11 +47,14 @@ describe("per-invocation budget", () => {
 describe("failures never reach the request", () => {
   it("a throwing binding is caught and counted", () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-    const before = metricsCounters().writeFailures;
-    const sink = createEventSink({ writeDataPoint: () => { throw new Error("binding down"); } });
+    const counters = newMetricsCounters();
+    const sink = createEventSink({ writeDataPoint: () => { throw new Error("binding down"); } }, { counters });
     expect(() => { sink.emit(outcome(1)); sink.emit(outcome(2)); }).not.toThrow();
-    expect(metricsCounters().writeFailures - before).toBe(2);
-    if (before === 0) expect(warn).toHaveBeenCalledTimes(1);
+    expect(counters.writeFailures).toBe(2);
+    expect(warn).toHaveBeenCalledTimes(1); // the first failure only
+    // Another sink of the same isolate adds to the same counters.
+    createEventSink({ writeDataPoint: () => { throw new Error("binding down"); } }, { counters }).emit(outcome(3));
+    expect(counters.writeFailures).toBe(3);
   });
 
   it("no binding: one JSON line per event on the console", () => {
@@ -100,11 +103,11 @@ describe("dev ring", () => {
     sink.emit(outcome(1));
     sink.emit({ type: "kv_transfer_failure", model: "m", prefillEngine: "p" });
     sink.emit(outcome(2));
-    const all = recentBody(ring);
+    const all = recentBody(ring, newMetricsCounters());
     expect(all.points.map((p) => p.event)).toEqual([outcome(1), { type: "kv_transfer_failure", model: "m", prefillEngine: "p" }, outcome(2)]);
     expect(all).toMatchObject({ schemaVersion: "v1", capacity: 10 });
     expect(typeof all.writeFailures).toBe("number");
-    expect(recentBody(ring, "engine_outcome").points).toHaveLength(2);
-    expect(recentBody(ring, undefined, "1").points.map((p) => p.event)).toEqual([outcome(2)]);
+    expect(recentBody(ring, newMetricsCounters(), "engine_outcome").points).toHaveLength(2);
+    expect(recentBody(ring, newMetricsCounters(), undefined, "1").points.map((p) => p.event)).toEqual([outcome(2)]);
   });
 });

@@ -11,9 +11,9 @@
 import type { Hono } from "hono";
 import type { Env } from "../../env.js";
 import type { GatewayContext } from "../../context.js";
-import { devRing, type PointRing } from "../../metrics/dev-ring.js";
+import type { PointRing } from "../../metrics/dev-ring.js";
 import { decodeDataPoint, SCHEMA_VERSION } from "../../metrics/schema.js";
-import { metricsCounters } from "../../metrics/sink.js";
+import type { MetricsCounters } from "../../metrics/sink.js";
 import type { IsolateState } from "../../routing/isolate.js";
 import { reject } from "../../errors/render.js";
 import { bearerToken, tokenMatches } from "./auth.js";
@@ -44,7 +44,8 @@ type GatewayApp = Hono<{ Bindings: Env; Variables: { gateway: GatewayContext } }
 
 /** Registers the route and the tee. Call before the middleware that builds the gateway
  *  context (so its sink is given the teeing binding) and before the surfaces. */
-export function mountDevMetrics(app: GatewayApp, isolate: IsolateState, ring: PointRing = devRing): void {
+export function mountDevMetrics(app: GatewayApp, isolate: IsolateState): void {
+  const { ring, counters } = isolate.metrics;
   app.get(DEV_METRICS_PATH, async (c) => {
     if (!devMetricsEnabled(c.env)) return c.notFound();
     const expected = c.env.ADMIN_TOKEN;
@@ -53,7 +54,7 @@ export function mountDevMetrics(app: GatewayApp, isolate: IsolateState, ring: Po
       return reject(c.req.raw, 401, "admin_unauthorized", `${DEV_METRICS_PATH} needs Authorization: Bearer <ADMIN_TOKEN> while ADMIN_TOKEN is set`);
     }
     // In-flight counters of this isolate too, so a load test can see them return to zero.
-    const body = { ...recentBody(ring, c.req.query("type"), c.req.query("limit")), inFlightRequests: isolate.clientRequests.size, engineLoad: isolate.loads.total() };
+    const body = { ...recentBody(ring, counters, c.req.query("type"), c.req.query("limit")), inFlightRequests: isolate.clientRequests.size, engineLoad: isolate.loads.total() };
     return c.json(body, 200, { "cache-control": "no-store" });
   });
   app.use("*", async (c, next) => {
@@ -72,12 +73,12 @@ export interface RecentBody {
 }
 
 /** `type` keeps one event type; `limit` keeps the newest n. */
-export function recentBody(ring: PointRing, type?: string, limit?: string): RecentBody {
+export function recentBody(ring: PointRing, counters: MetricsCounters, type?: string, limit?: string): RecentBody {
   let entries = ring.entries().map((e) => ({ ...e, event: decodeOrNull(e.point) }));
   if (type) entries = entries.filter((e) => e.point.blobs?.[1] === type);
   const n = limit === undefined ? NaN : Number(limit);
   if (Number.isInteger(n) && n >= 0) entries = entries.slice(Math.max(0, entries.length - n));
-  return { schemaVersion: SCHEMA_VERSION, capacity: ring.capacity, ...metricsCounters(), points: entries };
+  return { schemaVersion: SCHEMA_VERSION, capacity: ring.capacity, ...counters, points: entries };
 }
 
 function decodeOrNull(point: AnalyticsEngineDataPoint): unknown {

@@ -82,3 +82,20 @@ describe("per-isolate state", () => {
   });
 
 });
+
+describe("per-isolate metrics", () => {
+  it("the dev ring and the sink's counters are the app's own", async () => {
+    const [a, b] = [createIsolateState(), createIsolateState()];
+    const throwing = { writeDataPoint: () => { throw new Error("down"); } };
+    const env = { GATEWAY_CONFIG: JSON.stringify({ auth: { data_plane: "open" }, ...JSON.parse(CONFIG) }), METRICS: throwing, DEV_METRICS: "on" };
+    const body = JSON.stringify({ model: "nope", prompt: "hi" });
+    const res = await createApp(a).fetch(new Request("http://gw/v1/completions", { method: "POST", body, headers: { "content-type": "application/json" } }), env, EXECUTION);
+    expect(res.status).toBe(404);
+    expect(a.metrics.ring.entries().length).toBeGreaterThan(0);
+    expect(a.metrics.counters.writeFailures).toBe(a.metrics.ring.entries().length);
+    expect(b.metrics.ring.entries()).toHaveLength(0);
+    expect(b.metrics.counters.writeFailures).toBe(0);
+    const recent = await createApp(b).fetch(new Request("http://gw/admin/metrics/recent"), env, EXECUTION);
+    expect(await recent.json()).toMatchObject({ writeFailures: 0, points: [] });
+  });
+});
