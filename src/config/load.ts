@@ -35,7 +35,8 @@ export interface LoadedModel {
 /** GATEWAY_CONFIG as the runtime hands it over: JSON text, or a TOML table's object. */
 export type GatewayConfigVar = string | object | undefined;
 
-/** `value` is the var as given (a string compares by content, an object by identity); `text`
+/** Module-level, not isolate state: one entry, a pure function of the var's text (the same
+ *  text gives the same config in any app). `value` is the var as given (a string compares by content, an object by identity); `text`
  *  is its JSON, so an equal object handed over anew still hits. */
 let cached: { value: unknown; text: string; config: LoadedConfig } | undefined;
 

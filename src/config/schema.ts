@@ -274,6 +274,7 @@ function build() {
 }
 
 type Schemas = ReturnType<typeof build>;
+// Module-level, not isolate state: the schemas are code, the same for every app.
 let built: Schemas | undefined;
 const schemas = (): Schemas => (built ??= build());
 /** The real schema objects, not their stand-ins: for tools that key on identity (the JSON

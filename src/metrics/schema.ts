@@ -107,6 +107,7 @@ export function encodeEvent(event: GatewayEvent): AnalyticsEngineDataPoint {
 }
 
 type Encoder = (e: Record<string, unknown>) => AnalyticsEngineDataPoint;
+// Module-level: one compiled encoder per event type, derived from LAYOUTS (immutable).
 const encoders: Partial<Record<string, Encoder>> = {};
 
 /** A layout turned into one function (built on the type's first event): the blob and double

@@ -8,6 +8,9 @@ import type { Env } from "../env.js";
 import { reject } from "../errors/render.js";
 
 const encoder = new TextEncoder();
+// This cache and checkedKeys below stay module-level, not isolate state: both memoize pure
+// functions of the API_KEYS secret (digests; a key's owner tag), so an app cannot see another
+// app's answer as different from its own, and both are bounded (one entry; 1024 valid keys).
 let cachedKeys: { source: string; digests: Promise<Uint8Array[]> } | undefined;
 
 async function sha256(text: string): Promise<Uint8Array> {

@@ -34,6 +34,7 @@ const MAX_STATE_NAMES = 10_000;
 /** Largest outcome batch taken in one call; an isolate never sends more (snapshot.ts). */
 const MAX_OUTCOMES_PER_CALL = 1_000;
 
+// Module-level: the schema's defaults, immutable and the same for every object.
 let defaults: ReturnType<typeof gatewayConfigSchema.parse> | undefined;
 const configDefaults = () => (defaults ??= gatewayConfigSchema.parse({ models: {} }));
 

@@ -28,6 +28,8 @@ export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
 
 const methodsByPath = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [`${ENGINE_SERVICE_PATH}${m.name}`, m]));
 
+// Module-level: the handlers are built from the (stateless) service and the body limit only,
+// and rebuilt when that limit changes; request state comes in each call's context values.
 let handlers: { maxBytes: number; byPath: Map<string, UniversalHandler> } | undefined;
 
 function handlersFor(maxBytes: number) {
