@@ -24,8 +24,6 @@ function lps(ids: number[], k: number) {
     topLogprobs: k === 0 ? [] : ids.map((id, i) => ({ tokenIds: [id, 11, 13].slice(0, k), values: [-0.25 * (i + 1), -3, -4].slice(0, k) })),
   };
 }
-const chunk = (ids: number[], k: number): GenerateResponse =>
-  create(GenerateResponseSchema, { response: { case: "chunk", value: { index: 0, tokenIds: ids, promptTokens: 5, completionTokens: ids.length, outputLogprobs: lps(ids, k) } } });
 const complete = (ids: number[], k: number, finishReason = "length"): GenerateResponse =>
   create(GenerateResponseSchema, { response: { case: "complete", value: { index: 0, outputIds: ids, finishReason, promptTokens: 5, completionTokens: ids.length, outputLogprobs: lps(ids, k) } } });
 
