@@ -17,7 +17,8 @@ import type { SimEngine } from "./engine.js";
 import { DEFAULT_MAX_TOKENS, MAX_CONTEXT, MAX_N } from "./spec.js";
 import type { GenEvent, GenInput } from "./run.js";
 import { tokenize } from "./tokens.js";
-import { outputRemap, QWEN3_MODEL_INFO, servesRealTokenizer, tokenizerChunks, wantsBadSha } from "./tokenizer-bundle.js";
+import { inputLogprobs, outputLogprobs } from "./logprobs.js";
+import { constrainedReply, outputRemap, QWEN3_MODEL_INFO, servesRealTokenizer, tokenizerChunks, wantsBadSha } from "./tokenizer-bundle.js";
 
 
 function invalid(message: string): ConnectError {
@@ -63,6 +64,9 @@ function toGenInput(req: GenerateRequest, ctx: HandlerContext, maxContext: numbe
     const t = req.input.value;
     promptIds = t.inputIds.length > 0 ? [...t.inputIds] : tokenize(t.originalText);
   } else throw invalid("input: one of text or tokenized is required");
+  // The servicer's tokenization kwargs: keep the last truncate_prompt_tokens ids.
+  const truncate = req.samplingParams?.truncatePromptTokens;
+  if (truncate !== undefined && truncate > 0 && promptIds.length > truncate) promptIds = promptIds.slice(promptIds.length - truncate);
   if (promptIds.length === 0) throw invalid("input: the prompt cannot be empty");
   if (promptIds.length > maxContext) throw invalid(`input: prompt of ${promptIds.length} tokens exceeds max_context_length ${maxContext}`);
   const sp = req.samplingParams;
@@ -96,7 +100,15 @@ function toGenInput(req: GenerateRequest, ctx: HandlerContext, maxContext: numbe
   };
 }
 
-function completeFrame(ev: Extract<GenEvent, { type: "complete" }>, promptTokens: number): GenerateResponse {
+/** What the request asked the engine to return besides tokens (SamplingParams.logprobs,
+ *  prompt_logprobs). */
+interface LogprobAsk {
+  logprobs?: number;
+  promptLogprobs?: number;
+  promptIds: number[];
+}
+
+function completeFrame(ev: Extract<GenEvent, { type: "complete" }>, promptTokens: number, ask: LogprobAsk, start: number): GenerateResponse {
   const p = ev.kvTransferParams;
   const host = p?.remote_host;
   const port = p?.remote_port;
@@ -114,6 +126,8 @@ function completeFrame(ev: Extract<GenEvent, { type: "complete" }>, promptTokens
         completionTokens: ev.outputIds.length,
         cachedTokens: ev.cachedTokens,
         index: ev.index,
+        outputLogprobs: ask.logprobs !== undefined && ev.outputIds.length > 0 ? outputLogprobs(ev.outputIds, start, ask.logprobs) : undefined,
+        inputLogprobs: ask.promptLogprobs !== undefined ? inputLogprobs(ask.promptIds, ask.promptLogprobs) : undefined,
         kvTransferParams: legacy,
         kvTransferParamsJson: p ? JSON.stringify(p) : undefined,
         matchedStop:
@@ -159,7 +173,11 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
         }
         const promptTokens = input.promptIds.length;
         // Qwen3-model engines emit ids in the real tokenizer's space (sim/tokenizer-bundle.ts).
-        const remap = await outputRemap(cfg.model, input.promptIds);
+        const reply = await constrainedReply(cfg.model, req.samplingParams?.constraint, input.promptIds);
+        const remap = reply ? (pos: number) => reply[pos % reply.length]! : await outputRemap(cfg.model, input.promptIds);
+        if (reply) input.replyLength = reply.length;
+        const ask: LogprobAsk = { logprobs: req.samplingParams?.logprobs, promptLogprobs: req.samplingParams?.promptLogprobs, promptIds: input.promptIds };
+        const seen = new Set<number>();
         const run = engine.startRun(input);
         // ctx.signal also fires on normal completion; run.cancel() is a no-op once it ended.
         const onCancel = () => void run.cancel();
@@ -188,22 +206,29 @@ export function vllmEngineRoutes(engine: SimEngine): (router: ConnectRouter) => 
             if (ev.type === "token") {
               const delta = [remap(ev.completionTokens - 1, ev.tokenId)];
               if (ev.final) lastDelta.set(ev.index, delta);
+              // The servicer: the delta's logprobs on every chunk, the prompt's on the first of each index.
+              const first = !seen.has(ev.index);
+              seen.add(ev.index);
               yield create(GenerateResponseSchema, {
                 response: {
                   case: "chunk",
-                  value: { tokenIds: delta, promptTokens, completionTokens: delta.length, cachedTokens: ev.cachedTokens, index: ev.index },
+                  value: {
+                    tokenIds: delta, promptTokens, completionTokens: delta.length, cachedTokens: ev.cachedTokens, index: ev.index,
+                    outputLogprobs: ask.logprobs !== undefined ? outputLogprobs(delta, ev.completionTokens - 1, ask.logprobs) : undefined,
+                    inputLogprobs: first && ask.promptLogprobs !== undefined ? inputLogprobs(input.promptIds, ask.promptLogprobs) : undefined,
+                  },
                 },
               });
               afterFrame();
             } else {
-              yield completeFrame({ ...ev, outputIds: lastDelta.get(ev.index) ?? [] }, promptTokens);
+              yield completeFrame({ ...ev, outputIds: lastDelta.get(ev.index) ?? [] }, promptTokens, ask, Math.max(ev.outputIds.length - 1, 0));
               lastDelta.delete(ev.index);
               afterFrame();
             }
           }
           finals.sort((a, b) => a.index - b.index);
           for (const ev of finals) {
-            yield completeFrame({ ...ev, outputIds: ev.outputIds.map((id, pos) => remap(pos, id)) }, promptTokens);
+            yield completeFrame({ ...ev, outputIds: ev.outputIds.map((id, pos) => remap(pos, id)) }, promptTokens, ask, 0);
             afterFrame();
           }
         } finally {

@@ -28,6 +28,8 @@ export interface GenInput {
   fault: SimFault | undefined;
   /** GenerateRequest.data_parallel_rank when present: picks the `{id}_dp{rank}` engine id. */
   dataParallelRank?: number;
+  /** A constrained reply's length: every sample ends (EOS) after it, as a finished grammar does. */
+  replyLength?: number;
 }
 
 export type FinishReason = "stop" | "length" | "abort";
@@ -152,7 +154,7 @@ export class Run {
     const promptLen = input.promptIds.length;
     const hash = promptHash(input.promptIds);
     this.samples = Array.from({ length: input.n }, (_, index) => ({
-      index, tokens: [], text: "", natural: fault?.eosAfter ?? naturalLengthFromHash(hash, input.seed, index), cachedTokens: 0, done: false,
+      index, tokens: [], text: "", natural: fault?.eosAfter ?? input.replyLength ?? naturalLengthFromHash(hash, input.seed, index), cachedTokens: 0, done: false,
     }));
 
     if (this.intent.kind === "pull") {

@@ -17,6 +17,9 @@ import { dirname, join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { strToU8, zipSync } from "fflate";
 import { GetTokenizerChunkSchema, type GetTokenizerChunk } from "../src/gen/common_pb.js";
+import type { SamplingParams } from "../src/gen/vllm_engine_pb.js";
+import { constrainedText } from "./constraint.js";
+import { promptHash } from "./tokens.js";
 
 export const CHUNK_SIZE = 64 * 1024;
 export const QWEN3_EOS_IDS = [151645, 151643];
@@ -104,4 +107,14 @@ export async function outputRemap(model: string, promptIds: readonly number[]): 
   if (!m || m[1] === "") return (_pos, id) => id;
   const reply = tok.encode(m[1]!, { add_special_tokens: false }).ids;
   return (pos) => reply[pos % reply.length]!;
+}
+
+/** A constrained request's reply in the model's token space (sim/constraint.ts): the ids, to
+ *  be sent in order and then EOS. Undefined when the engine does not serve the real tokenizer
+ *  or the sim does not model this constraint. */
+export async function constrainedReply(model: string, constraint: SamplingParams["constraint"] | undefined, promptIds: readonly number[]): Promise<number[] | undefined> {
+  if (!constraint || !servesRealTokenizer(model)) return undefined;
+  const text = constrainedText(constraint, promptHash(promptIds));
+  if (text === undefined || text === "") return undefined;
+  return (await qwen3Tokenizer()).encode(text, { add_special_tokens: false }).ids;
 }

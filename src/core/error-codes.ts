@@ -19,6 +19,7 @@ export const ERROR_CODES: Readonly<Record<string, ConnectMapping>> = {
   invalid_override: Code.InvalidArgument,
   unsupported_content: Code.InvalidArgument,
   unsupported_content_type: Code.InvalidArgument,
+  unsupported_parameter: Code.InvalidArgument,
   chat_template_unsupported: Code.InvalidArgument,
   chat_template_error: Code.InvalidArgument,
   context_length_exceeded: Code.InvalidArgument,

@@ -6,9 +6,10 @@
 // and `allFinished` tells the pipeline it may Abort the engine request. Usage is the one
 // accumulator's (core/usage.ts): streamed, the chunks' deltas; not, the completes' counts; a
 // choice the gateway stopped counts the tokens up to the one that completed its stop string.
-import type { GenerateResponse, OutputLogProbs } from "../gen/vllm_engine_pb.js";
+import type { GenerateResponse, InputLogProbs } from "../gen/vllm_engine_pb.js";
 import { UsageAccumulator } from "../core/usage.js";
 import { Detokenizer, type Decoder, type DetokenizeStep } from "./detokenizer.js";
+import { ChoiceLogprobs, promptLogprobsOf } from "./logprobs.js";
 import type { SamplingPlan } from "./sampling.js";
 
 export interface ResponseMeta {
@@ -22,14 +23,8 @@ interface Choice {
   text: string;
   finishReason: string | null;
   matchedStop?: string;
-  logprobs: TokenLogprob[];
+  logprobs: ChoiceLogprobs;
   sentRole: boolean;
-}
-
-interface TokenLogprob {
-  token: string;
-  logprob: number;
-  top: { token: string; logprob: number }[];
 }
 
 export interface Usage {
@@ -39,20 +34,22 @@ export interface Usage {
   prompt_tokens_details: { cached_tokens: number };
 }
 
-const utf8 = new TextEncoder();
-
 export class OpenAiResponseBuilder {
   private readonly detok: Detokenizer;
   private readonly choices: Choice[];
   private readonly tokens: UsageAccumulator;
+  /** The engine's prompt logprobs, from the first frame that carries them. */
+  private promptLogprobs: InputLogProbs | undefined;
 
   constructor(
     private readonly meta: ResponseMeta,
-    private readonly plan: Pick<SamplingPlan, "n" | "logprobs" | "stream" | "includeUsage" | "detokenizer">,
+    private readonly plan: Pick<SamplingPlan, "n" | "logprobs" | "stream" | "includeUsage" | "detokenizer"> &
+      Partial<Pick<SamplingPlan, "promptLogprobs" | "tokensAsIds" | "continuousUsage">>,
     private readonly decoder: Decoder,
   ) {
     this.detok = new Detokenizer(decoder, plan.detokenizer);
-    this.choices = Array.from({ length: plan.n }, () => ({ text: "", finishReason: null, logprobs: [], sentRole: false }));
+    const lp = { top: plan.logprobs ?? 0, tokensAsIds: plan.tokensAsIds ?? false };
+    this.choices = Array.from({ length: plan.n }, () => ({ text: "", finishReason: null, logprobs: new ChoiceLogprobs(decoder, lp), sentRole: false }));
     this.tokens = new UsageAccumulator(plan.stream);
   }
 
@@ -69,17 +66,18 @@ export class OpenAiResponseBuilder {
     const choice = this.choices[v.index];
     if (!choice) return [];
     this.tokens.addFrame(frame);
+    this.promptLogprobs ??= v.inputLogprobs;
     if (choice.finishReason !== null) return [];
     const lines: string[] = [];
     if (r.case === "chunk") {
-      this.addLogprobs(choice, r.value.tokenIds, r.value.outputLogprobs);
+      if (this.plan.logprobs !== undefined) choice.logprobs.add(r.value.tokenIds, r.value.outputLogprobs);
       const step = this.detok.push(v.index, r.value.tokenIds);
       lines.push(...this.apply(v.index, step));
       return this.plan.stream ? lines : [];
     }
     const c = r.value;
     if (!this.plan.stream) {
-      this.addLogprobs(choice, c.outputIds, c.outputLogprobs);
+      if (this.plan.logprobs !== undefined) choice.logprobs.add(c.outputIds, c.outputLogprobs);
       this.apply(v.index, this.detok.push(v.index, c.outputIds));
     }
     if (choice.finishReason === null) {
@@ -104,14 +102,17 @@ export class OpenAiResponseBuilder {
 
   /** The non-streaming response object. */
   result(): Record<string, unknown> {
+    const prompt = this.promptLogprobsObject();
     return {
       ...this.envelope(false),
       choices: this.choices.map((c, index) =>
         this.meta.api === "chat"
-          ? { index, message: { role: "assistant", content: c.text }, logprobs: this.logprobsObject(c.logprobs), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null }
-          : { index, text: c.text, logprobs: this.logprobsObject(c.logprobs), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null },
+          ? { index, message: { role: "assistant", content: c.text }, logprobs: this.logprobsObject(c), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null }
+          : { index, text: c.text, logprobs: this.logprobsObject(c), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null, ...(prompt !== undefined ? { prompt_logprobs: prompt } : {}) },
       ),
       usage: this.usage(),
+      // vLLM puts a chat answer's prompt logprobs beside its choices, a completion's in each.
+      ...(prompt !== undefined && this.meta.api === "chat" ? { prompt_logprobs: prompt } : {}),
     };
   }
 
@@ -132,7 +133,10 @@ export class OpenAiResponseBuilder {
     if (step.matchedStop !== undefined) {
       choice.finishReason = "stop";
       choice.matchedStop = step.matchedStop;
-      if (step.tokensAtStop !== undefined) this.tokens.stopAt(index, step.tokensAtStop);
+      if (step.tokensAtStop !== undefined) {
+        this.tokens.stopAt(index, step.tokensAtStop);
+        choice.logprobs.cut(step.tokensAtStop);
+      }
     }
     if (step.text !== "" || emitEmpty || step.matchedStop !== undefined) {
       out.push(this.sse(this.chunkObject(index, step.text, choice.finishReason, choice)));
@@ -140,29 +144,17 @@ export class OpenAiResponseBuilder {
     return out;
   }
 
-  private addLogprobs(choice: Choice, ids: readonly number[], lp: OutputLogProbs | undefined): void {
-    if (this.plan.logprobs === undefined || !lp) return;
-    ids.forEach((id, i) => {
-      const top = lp.topLogprobs[i];
-      choice.logprobs.push({
-        token: this.decoder.decode([id], { skipSpecialTokens: false }),
-        logprob: lp.tokenLogprobs[i] ?? 0,
-        top: top ? top.tokenIds.map((t, j) => ({ token: this.decoder.decode([t], { skipSpecialTokens: false }), logprob: top.values[j] ?? 0 })) : [],
-      });
-    });
+  /** The choice's logprobs not yet sent (all of them for a non-streamed answer), or null
+   *  when the client asked for none. */
+  private logprobsObject(choice: Choice): Record<string, unknown> | null {
+    if (this.plan.logprobs === undefined) return null;
+    return choice.logprobs.render(this.meta.api, choice.logprobs.takePending());
   }
 
-  private logprobsObject(lps: TokenLogprob[]): unknown {
-    if (this.plan.logprobs === undefined) return null;
-    if (this.meta.api === "chat") {
-      const entry = (t: { token: string; logprob: number }) => ({ token: t.token, logprob: t.logprob, bytes: [...utf8.encode(t.token)] });
-      return { content: lps.map((l) => ({ ...entry(l), top_logprobs: l.top.slice(0, this.plan.logprobs).map(entry) })) };
-    }
-    return {
-      tokens: lps.map((l) => l.token),
-      token_logprobs: lps.map((l) => l.logprob),
-      top_logprobs: lps.map((l) => Object.fromEntries(l.top.slice(0, this.plan.logprobs).map((t) => [t.token, t.logprob]))),
-    };
+  private promptLogprobsObject(): unknown {
+    if (this.plan.promptLogprobs === undefined) return undefined;
+    if (!this.promptLogprobs) return null;
+    return promptLogprobsOf(this.promptLogprobs, this.plan.promptLogprobs, this.decoder, this.plan.tokensAsIds ?? false);
   }
 
   private envelope(chunk: boolean) {
@@ -172,18 +164,21 @@ export class OpenAiResponseBuilder {
 
   private chunkObject(index: number, text: string, finishReason: string | null, choice: Choice): Record<string, unknown> {
     let body: Record<string, unknown>;
+    // Chunks are built (and thrown away) for a non-streamed answer too: its logprobs stay whole.
+    const logprobs = this.plan.stream ? this.logprobsObject(choice) : null;
     if (this.meta.api === "chat") {
       // The first chunk of each choice announces the role, as OpenAI and vLLM do.
       const delta: Record<string, unknown> = choice.sentRole ? {} : { role: "assistant" };
       choice.sentRole = true;
       if (text !== "" || finishReason === null) delta.content = text;
-      body = { index, delta, logprobs: null, finish_reason: finishReason };
+      body = { index, delta, logprobs, finish_reason: finishReason };
     } else {
-      body = { index, text, logprobs: null, finish_reason: finishReason };
+      body = { index, text, logprobs, finish_reason: finishReason };
     }
     if (finishReason !== null) body.stop_reason = choice.matchedStop ?? null;
     const out: Record<string, unknown> = { ...this.envelope(true), choices: [body] };
-    if (this.plan.includeUsage) out.usage = null;
+    // continuous_usage_stats: the counts so far on every chunk, as vLLM sends them.
+    if (this.plan.includeUsage) out.usage = this.plan.continuousUsage ? this.usage() : null;
     return out;
   }
 

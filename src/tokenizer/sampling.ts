@@ -5,7 +5,8 @@
 // (no tokens wasted past the stop, and its servicer detokenizes only when stop is set), but the
 // engine returns token ids, so the client's text, cut at the stop, is the gateway's detokenizer's.
 import { create } from "@bufbuild/protobuf";
-import { ChoiceConstraintSchema, SamplingParamsSchema, type SamplingParams } from "../gen/vllm_engine_pb.js";
+import { SamplingParamsSchema, type SamplingParams } from "../gen/vllm_engine_pb.js";
+import { constraintOf } from "./constraint.js";
 import type { DetokenizerOptions } from "./detokenizer.js";
 import { SamplingParamError } from "./errors.js";
 
@@ -18,8 +19,14 @@ export interface SamplingPlan {
   n: number;
   /** Logprobs to return per token, or undefined for none (chat: top_logprobs; completions: logprobs). */
   logprobs: number | undefined;
+  /** Logprobs per prompt token (vLLM's prompt_logprobs), or undefined for none. */
+  promptLogprobs: number | undefined;
+  /** Logprob tokens written as "token_id:<id>" (vLLM's return_tokens_as_token_ids). */
+  tokensAsIds: boolean;
   stream: boolean;
   includeUsage: boolean;
+  /** Usage on every chunk too (stream_options.continuous_usage_stats, with include_usage). */
+  continuousUsage: boolean;
 }
 
 export interface SamplingLimits {
@@ -29,6 +36,9 @@ export interface SamplingLimits {
   /** vLLM's n cap (default 128). */
   maxN?: number;
 }
+
+/** vLLM's default --max-logprobs: the most logprobs per token it returns. */
+export const MAX_LOGPROBS = 20;
 
 type Body = Record<string, unknown>;
 
@@ -82,34 +92,13 @@ function logitBias(body: Body): Record<number, number> {
   return out;
 }
 
-type Constraint = SamplingParams["constraint"];
-
-/** response_format and vLLM's guided_* extensions -> the proto's constraint oneof (at most one). */
-function constraint(body: Body): Constraint {
-  const found: [string, Constraint][] = [];
-  const rf = body.response_format;
-  if (rf !== undefined && rf !== null) {
-    if (typeof rf !== "object") throw new SamplingParamError("response_format", "must be an object");
-    const { type, json_schema } = rf as { type?: unknown; json_schema?: { schema?: unknown } };
-    if (type === "json_object") found.push(["response_format", { case: "jsonObject", value: true }]);
-    else if (type === "json_schema") {
-      const schema = json_schema?.schema;
-      if (typeof schema !== "object" || schema === null) throw new SamplingParamError("response_format.json_schema.schema", "must be a JSON Schema object");
-      found.push(["response_format", { case: "jsonSchema", value: JSON.stringify(schema) }]);
-    } else if (type !== "text") throw new SamplingParamError("response_format.type", "must be one of text, json_object, json_schema");
-  }
-  const guided: [string, (v: unknown) => Constraint][] = [
-    ["guided_json", (v) => ({ case: "jsonSchema", value: typeof v === "string" ? v : JSON.stringify(v) })],
-    ["guided_regex", (v) => ({ case: "regex", value: String(v) })],
-    ["guided_grammar", (v) => ({ case: "grammar", value: String(v) })],
-    ["guided_choice", (v) => {
-      if (!Array.isArray(v) || !v.every((c) => typeof c === "string")) throw new SamplingParamError("guided_choice", "must be an array of strings");
-      return { case: "choice", value: create(ChoiceConstraintSchema, { choices: v as string[] }) } as Constraint;
-    }],
-  ];
-  for (const [field, make] of guided) if (body[field] !== undefined && body[field] !== null) found.push([field, make(body[field])]);
-  if (found.length > 1) throw new SamplingParamError(found[1]![0], `cannot be combined with ${found[0]![0]}`);
-  return found[0]?.[1] ?? { case: undefined };
+/** truncate_prompt_tokens for the engine: the gateway has already cut the prompt's ids
+ *  (api/openai/engine-prompt.ts), so this only records it; -1 (the model's whole context)
+ *  becomes the prompt's length. */
+function truncateOf(body: Body, limits: SamplingLimits): number | undefined {
+  const t = num(body, "truncate_prompt_tokens", -1, INT32_MAX, { int: true });
+  if (t === 0) throw new SamplingParamError("truncate_prompt_tokens", "must be -1 or at least 1");
+  return t === -1 ? limits.promptTokens : t;
 }
 
 /** Maps an OpenAI request body onto SamplingParams and the gateway's own output options. */
@@ -141,15 +130,22 @@ export function samplingPlan(api: OpenAiApi, body: Body, limits: SamplingLimits 
   let logprobs: number | undefined;
   if (api === "chat") {
     const want = bool(body, "logprobs") ?? false;
-    const top = num(body, "top_logprobs", 0, 20, { int: true });
+    const top = num(body, "top_logprobs", 0, MAX_LOGPROBS, { int: true });
     if (top !== undefined && !want) throw new SamplingParamError("top_logprobs", "requires logprobs: true");
     logprobs = want ? (top ?? 0) : undefined;
   } else {
-    logprobs = num(body, "logprobs", 0, 5, { int: true });
+    logprobs = num(body, "logprobs", 0, MAX_LOGPROBS, { int: true });
   }
   const stream = bool(body, "stream") ?? false;
-  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined | null;
+  const promptLogprobs = num(body, "prompt_logprobs", 0, MAX_LOGPROBS, { int: true });
+  // vLLM's check_logprobs: the streamed answer has nowhere to put them.
+  if (promptLogprobs !== undefined && stream) throw new SamplingParamError("prompt_logprobs", "is not available when stream is true");
+  const streamOptions = body.stream_options as { include_usage?: unknown; continuous_usage_stats?: unknown } | undefined | null;
   if (streamOptions !== undefined && streamOptions !== null && !stream) throw new SamplingParamError("stream_options", "is only allowed with stream: true");
+  const includeUsage = stream && streamOptions?.include_usage === true;
+  const continuousUsage = stream && streamOptions?.continuous_usage_stats === true;
+  // vLLM sends continuous usage only with include_usage; alone it would change nothing.
+  if (continuousUsage && !includeUsage) throw new SamplingParamError("stream_options.continuous_usage_stats", "requires stream_options.include_usage: true");
   const stop = stopStrings(body);
   const skipSpecialTokens = bool(body, "skip_special_tokens") ?? true;
   const includeStopStrInOutput = bool(body, "include_stop_str_in_output") ?? false;
@@ -174,14 +170,19 @@ export function samplingPlan(api: OpenAiApi, body: Body, limits: SamplingLimits 
     seed,
     includeStopStrInOutput,
     logitBias: logitBias(body),
-    constraint: constraint(body),
+    constraint: constraintOf(body),
+    promptLogprobs,
+    truncatePromptTokens: truncateOf(body, limits),
   });
   return {
     samplingParams,
     detokenizer: { stop, skipSpecialTokens, includeStopStrInOutput },
     n,
     logprobs,
+    promptLogprobs,
+    tokensAsIds: bool(body, "return_tokens_as_token_ids") ?? false,
     stream,
-    includeUsage: stream && streamOptions?.include_usage === true,
+    includeUsage,
+    continuousUsage,
   };
 }

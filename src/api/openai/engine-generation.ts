@@ -24,6 +24,7 @@ import { OpenAiResponseBuilder } from "../../tokenizer/openai-frames.js";
 import { samplingPlan, type SamplingPlan } from "../../tokenizer/sampling.js";
 import { contextWindowError, maxTokensField } from "../context-window.js";
 import { chatPrompt, completionPrompt, type EnginePrompt } from "./engine-prompt.js";
+import { refuseUnsupportedFields } from "./engine-fields.js";
 import { engineJsonResult, engineSseBody, type EngineStreamEnd } from "./engine-response.js";
 import type { OpenAiRequest } from "./request.js";
 
@@ -48,6 +49,7 @@ export function tokenizerEngines(gw: GatewayContext, model: string): EngineConfi
 
 export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, s: EngineGenerationScope): Promise<Response> {
   const chat = route === "/v1/chat/completions";
+  refuseUnsupportedFields(chat ? "chat" : "completions", p.body);
   const tok = await tokenizersOf(gw.isolate).get({
     model: p.model,
     engines: tokenizerEngines(gw, p.model),

@@ -12,6 +12,7 @@ import { ChatTemplateError, TokenizerLimitError } from "../../tokenizer/errors.j
 import { utf8Length } from "../../core/utf8.js";
 import { LosslessJsonError, parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
 import type { OpenAiRequest } from "./request.js";
+import { truncateIds, truncationOf, type Truncation } from "./prompt-truncation.js";
 
 export interface EnginePrompt {
   /** The text the ids came from ("" for token-id prompts). */
@@ -33,9 +34,6 @@ const TEXT_PARTS = new Set(["text", "input_text"]);
 
 export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: PromptLimits = {}): Promise<EnginePrompt> {
   const body = p.body;
-  if (body.chat_template !== undefined && body.chat_template !== null) {
-    throw invalid("chat_template: a request-supplied template is not accepted; the model's own template is used", "chat_template");
-  }
   // Lossless: floats stay floats and keys keep their order in tool schemas and arguments.
   const lossless = readLossless(p.text);
   const messages = (lossless.get("messages") as LosslessJson[]).map(flattenContent);
@@ -65,32 +63,34 @@ export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: 
     if (err instanceof ChatTemplateError) throw templateError(err);
     throw err;
   }
+  // The template adds the special tokens itself; add_special_tokens adds the tokenizer's too.
+  const addSpecial = optionalBool(body, "add_special_tokens") ?? false;
+  const cut = truncationOf(true, body, tok.maxContextLength);
+  const ids = await boundedIds(tok, text, addSpecial, "messages", limits, cut);
   // The rendered text, as the template wrote it (it may drop parts of the messages).
-  return { text, ids: await boundedIds(tok, text, false, "messages", limits), field: "messages" };
+  return { text: cut && ids.length === cut.keep ? "" : text, ids, field: "messages" };
 }
 
 export async function completionPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: PromptLimits = {}): Promise<EnginePrompt> {
   const body = p.body;
-  for (const field of ["echo", "suffix"] as const) {
-    const v = body[field];
-    if (v !== undefined && v !== null && v !== false) {
-      throw invalid(`${field}: not supported for a model served by VllmEngine engines`, field);
-    }
-  }
+  const addSpecial = optionalBool(body, "add_special_tokens") ?? true;
+  const cut = truncationOf(false, body, tok.maxContextLength);
   let prompt = body.prompt;
   if (Array.isArray(prompt) && prompt.length === 1 && (typeof prompt[0] === "string" || Array.isArray(prompt[0]))) prompt = prompt[0];
   if (typeof prompt === "string") {
     if (prompt === "") throw invalid("prompt: must not be empty", "prompt");
     // The tokenizer's own rule for special tokens (BOS where its post-processor adds one).
-    return { text: prompt, ids: await boundedIds(tok, prompt, true, "prompt", limits), field: "prompt" };
+    const ids = await boundedIds(tok, prompt, addSpecial, "prompt", limits, cut);
+    return { text: cut && ids.length === cut.keep ? "" : prompt, ids, field: "prompt" };
   }
-  if (Array.isArray(prompt) && prompt.every((x) => typeof x === "number")) return { text: "", ids: prompt as number[], field: "prompt" };
+  if (Array.isArray(prompt) && prompt.every((x) => typeof x === "number")) return { text: "", ids: truncateIds(prompt as number[], cut), field: "prompt" };
   throw invalid("prompt: batched prompts are not supported for a model served by VllmEngine engines; send one prompt per request", "prompt");
 }
 
 /** The prompt's ids, or a 400 naming `field`: refused by its size before tokenizing when no
  *  prompt that large fits the context, and as soon as tokenizing reaches the context length. */
-async function boundedIds(tok: ModelTokenizer, text: string, addSpecialTokens: boolean, field: "messages" | "prompt", limits: PromptLimits): Promise<number[]> {
+async function boundedIds(tok: ModelTokenizer, text: string, addSpecialTokens: boolean, field: "messages" | "prompt", limits: PromptLimits, cut: Truncation | undefined): Promise<number[]> {
+  if (cut) return truncateIds(await truncatedEncode(tok, text, addSpecialTokens, field), cut);
   const context = tok.maxContextLength;
   const bound = tok.tokenizer.promptByteBound(context, limits.maxPromptBytes);
   if (bound !== undefined && text.length > bound / 3) {
@@ -104,6 +104,17 @@ async function boundedIds(tok: ModelTokenizer, text: string, addSpecialTokens: b
     const r = await tok.tokenizer.encodeWithin(text, { addSpecialTokens, maxTokens: context ?? Infinity });
     if (!r.exceeded) return r.ids;
     throw invalid(`This model's maximum context length is ${context} tokens, and the ${field} has at least ${r.atLeast} tokens (tokenizing stopped there), leaving no room for output`, field, "context_length_exceeded");
+  } catch (err) {
+    if (err instanceof TokenizerLimitError) throw invalid(`${field}: ${err.message}`, field, "prompt_run_too_long");
+    throw err;
+  }
+}
+
+/** The whole prompt's ids, to be truncated: no context bound (the body's size bounds it). */
+async function truncatedEncode(tok: ModelTokenizer, text: string, addSpecialTokens: boolean, field: "messages" | "prompt"): Promise<number[]> {
+  try {
+    const r = await tok.tokenizer.encodeWithin(text, { addSpecialTokens, maxTokens: Infinity });
+    return r.ids ?? [];
   } catch (err) {
     if (err instanceof TokenizerLimitError) throw invalid(`${field}: ${err.message}`, field, "prompt_run_too_long");
     throw err;

@@ -71,6 +71,7 @@ describe("the Connect code each gateway code reaches a client as", () => {
     ["invalid_request", 400, Code.InvalidArgument],
     ["invalid_envelope", 400, Code.InvalidArgument],
     ["unsupported_content_type", 415, Code.InvalidArgument],
+    ["unsupported_parameter", 400, Code.InvalidArgument],
     ["context_length_exceeded", 400, Code.InvalidArgument],
     ["body_too_large", 413, Code.ResourceExhausted],
     ["headers_too_large", 431, Code.ResourceExhausted],
@@ -113,7 +114,7 @@ describe("the Connect code each gateway code reaches a client as", () => {
   });
 
   it("covers every code of the table (a code added without a row here fails)", () => {
-    const rows = new Set(["invalid_request", "invalid_envelope", "unsupported_content_type", "context_length_exceeded", "body_too_large", "headers_too_large", "rate_limited", "abort_rate_limited", "invalid_api_key", "admin_unauthorized", "engine_url_not_allowed", "model_not_found", "engine_exists", "route_not_found", "unknown_method", "config_invalid", "no_healthy_engine", "no_engine_available", "tokenizer_unavailable", "pd_decode_missing_kv_transfer_params", "client_cancelled", "request_aborted", "internal_error"]);
+    const rows = new Set(["invalid_request", "invalid_envelope", "unsupported_content_type", "unsupported_parameter", "context_length_exceeded", "body_too_large", "headers_too_large", "rate_limited", "abort_rate_limited", "invalid_api_key", "admin_unauthorized", "engine_url_not_allowed", "model_not_found", "engine_exists", "route_not_found", "unknown_method", "config_invalid", "no_healthy_engine", "no_engine_available", "tokenizer_unavailable", "pd_decode_missing_kv_transfer_params", "client_cancelled", "request_aborted", "internal_error"]);
     // The rest of the table are InvalidArgument (bad input) or one code per group, listed here.
     const grouped: Record<string, Code> = {
       invalid_json: Code.InvalidArgument, invalid_body: Code.InvalidArgument, invalid_override: Code.InvalidArgument,

@@ -23,6 +23,9 @@ describe("samplingPlan: field by field", () => {
     ["json_object", { response_format: { type: "json_object" } }, { constraint: { case: "jsonObject", value: true } }],
     ["json_schema", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } }, { constraint: { case: "jsonSchema", value: '{"type":"object"}' } }],
     ["guided_regex", { guided_regex: "a+" }, { constraint: { case: "regex", value: "a+" } }],
+    ["structured_outputs.choice", { structured_outputs: { choice: ["a", "b"] } }, { constraint: { case: "choice", value: { choices: ["a", "b"] } } }],
+    ["prompt_logprobs", { prompt_logprobs: 3 }, { promptLogprobs: 3 }],
+    ["truncate_prompt_tokens", { truncate_prompt_tokens: 8 }, { truncatePromptTokens: 8 }],
   ];
   for (const [name, body, want] of table) {
     it(name, () => {
@@ -62,6 +65,12 @@ describe("samplingPlan: field by field", () => {
     [{ response_format: { type: "xml" } }, "response_format.type"],
     [{ response_format: { type: "json_object" }, guided_regex: "a" }, "guided_regex"],
     [{ stream_options: { include_usage: true } }, "stream_options"],
+    [{ stream: true, prompt_logprobs: 1 }, "prompt_logprobs"],
+    [{ prompt_logprobs: 21 }, "prompt_logprobs"],
+    [{ prompt_logprobs: -1 }, "prompt_logprobs"],
+    [{ logprobs: true, top_logprobs: 21 }, "top_logprobs"],
+    [{ stream: true, stream_options: { continuous_usage_stats: true } }, "stream_options.continuous_usage_stats"],
+    [{ truncate_prompt_tokens: 0 }, "truncate_prompt_tokens"],
   ];
   for (const [body, field] of errors) {
     it(`rejects ${JSON.stringify(body)} naming ${field}`, () => {
@@ -161,7 +170,7 @@ describe("OpenAiResponseBuilder", () => {
     }));
     expect(b.result()).toMatchObject({
       object: "text_completion",
-      choices: [{ text: "Hi there", finish_reason: "stop", logprobs: { tokens: ["Hi", " there"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ Hi: -0.5 }, { " there": -0.5 }] } }],
+      choices: [{ text: "Hi there", finish_reason: "stop", logprobs: { tokens: ["Hi", " there"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ Hi: -0.5 }, { " there": -0.5 }], text_offset: [0, 2] } }],
     });
   });
 });
