@@ -15,9 +15,11 @@ const LAYERS = [
   ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
   // The error renderers every surface and the middleware answer with (one per protocol).
   ["errors", ["core"]],
+  // State kept for clients across requests (the Responses API's stored responses).
+  ["conversations", ["core"]],
   ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
 ];
-const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "conversations", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
 
 function layerRule([layer, allowed]) {
   const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));
