@@ -6,10 +6,10 @@ import { DurableObject } from "cloudflare:workers";
 import { ResponseSql } from "./response-sql.js";
 import type { StoredResponse, StoredResponseInput } from "./stored-response.js";
 
-export class ResponseStore extends DurableObject {
+export class ResponseStore extends DurableObject<Record<string, never>> {
   private readonly rows: ResponseSql;
 
-  constructor(ctx: DurableObjectState, env: unknown) {
+  constructor(ctx: DurableObjectState, env: Record<string, never>) {
     super(ctx, env);
     this.rows = new ResponseSql(ctx.storage.sql);
   }
