@@ -18,6 +18,7 @@ import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
+import { ResponseStoreClient } from "./conversations/response-store-client.js";
 import { renderError, toGatewayError } from "./errors/render.js";
 import { GatewayError } from "./core/errors.js";
 
@@ -118,6 +119,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
       waitUntil,
       clientSignal: scope.clientSignal,
       owner: OPEN_OWNER,
+      responseStore: c.env.RESPONSES ? new ResponseStoreClient(c.env.RESPONSES) : undefined,
       pipeline: (model) => pipelineContext(scope, () => gateway, model),
     };
     c.set("gateway", gateway);
