@@ -63,7 +63,7 @@ export default tseslint.config(
   // Surfaces sit on top of everything but the app that composes them, and one surface does
   // not reach into another's modules (the admin API reads bodies and renders errors with the
   // shared core/ and errors/ modules, not the OpenAI surface's).
-  ...["openai", "engine", "admin"].map(surfaceRule),
+  ...["openai", "engine", "admin", "anthropic"].map(surfaceRule),
   {
     files: ["src/api/*.ts"],
     rules: { "no-restricted-imports": ["error", { patterns: [{ group: ["../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" }] }] },
@@ -72,7 +72,7 @@ export default tseslint.config(
 
 /** src/api/<surface>: not the app that mounts it, nor another surface's folder. */
 function surfaceRule(surface) {
-  const others = ["openai", "engine", "admin"].filter((s) => s !== surface);
+  const others = ["openai", "engine", "admin", "anthropic"].filter((s) => s !== surface);
   return {
     files: [`src/api/${surface}/**/*.ts`],
     rules: {

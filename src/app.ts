@@ -14,6 +14,7 @@ import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
 import { openaiRoutes } from "./api/openai/routes.js";
+import { anthropicRoutes } from "./api/anthropic/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
@@ -134,6 +135,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
 
   app.post(`${ENGINE_SERVICE_PATH}*`, async (c) => (await loadEngineRouter()).handleEngineRpc(c.req.raw, c.get("gateway")));
   app.route("/v1", openaiRoutes());
+  app.route("/v1", anthropicRoutes());
   // The admin API (and the zod schemas of its bodies) loads on its first request: its own
   // Hono app, handed this request's gateway context.
   const gatewayOf = new WeakMap<Request, GatewayContext>();
