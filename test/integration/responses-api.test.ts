@@ -65,7 +65,7 @@ describe("POST /v1/responses on openai-http engines", () => {
     expect(types).toContain("response.output_text.delta");
     expect([...ids]).toEqual([final.id]);
     expect(final.id).toMatch(/^resp_/);
-    expect(final.store).toBe(true);
+    expect((final as Json).store).toBe(true);
     await gw.settle(); // the store write runs after the last event
     const stored = (await (await gw.fetch(`http://gateway.test/v1/responses/${final.id}`)).json()) as Json;
     expect(stored.output_text ?? stored.output[0].content[0].text).toBe(final.output_text);
@@ -101,7 +101,7 @@ describe("POST /v1/responses on openai-http engines", () => {
   it("store: false keeps nothing and says so", async () => {
     const gw = await start();
     const r = await openai(gw).responses.create({ model: MODEL, input: PROMPT, max_output_tokens: 2, store: false });
-    expect(r.store).toBe(false);
+    expect((r as Json).store).toBe(false);
     expect((await gw.fetch(`http://gateway.test/v1/responses/${r.id}`)).status).toBe(404);
   });
 

@@ -6,6 +6,7 @@
 // token with the NIXL tag (backends/openai-bodies.ts), its handoff relayed to decode, as on chat.
 import type { GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
+import { viaChat } from "./responses-via-chat.js";
 import { uuidv7 } from "../../core/ids.js";
 import { optional } from "../../core/optional.js";
 import { openAiErrorResponse, sseErrorEvent } from "../../errors/openai.js";
@@ -49,8 +50,9 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     [ev.model, ev.streaming] = [req.model, req.stream];
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
-    if (modelAvailability(routedConfig(gw), req.model) !== "openai") throw notServedHere(gw, req.model);
+    const path = servingPath(gw, req.model);
     const turn = await turnOf(gw, req);
+    if (path === "chat") return await viaChat(gw, request, turn, headers);
     const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
     delete engineBody.previous_response_id;
     const text = JSON.stringify(engineBody);
@@ -86,13 +88,18 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
   }
 }
 
-/** The Responses API serves models on openai-http engines here; a model only VllmEngine
- *  engines serve is refused by name (docs/responses-and-messages.md). */
-function notServedHere(gw: GatewayContext, model: string): GatewayError {
-  if (modelAvailability(routedConfig(gw), model) === "engine-only") {
-    return new GatewayError("unsupported_model_api", 400, `model: '${model}' is served only by VllmEngine engines, which do not serve the Responses API yet; use /v1/chat/completions`, undefined, "model");
+/** How the model serves the Responses API: the engines' own /v1/responses, or chat
+ *  completions (VllmEngine engines, where the gateway tokenizes chat; `apis_via_chat`). */
+function servingPath(gw: GatewayContext, model: string): "native" | "chat" {
+  const config = routedConfig(gw);
+  switch (modelAvailability(config, model)) {
+    case "openai":
+      return config.models[model]!.apis_via_chat ? "chat" : "native";
+    case "engine-only":
+      return "chat";
+    default:
+      throw noEngineError(gw, model);
   }
-  return noEngineError(gw, model);
 }
 
 async function turnOf(gw: GatewayContext, req: ResponsesRequest): Promise<Turn> {
