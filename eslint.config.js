@@ -15,9 +15,11 @@ const LAYERS = [
   ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
   // The error renderers every surface and the middleware answer with (one per protocol).
   ["errors", ["core"]],
+  // State kept for clients across requests (the Responses API's stored responses).
+  ["conversations", ["core"]],
   ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
 ];
-const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "conversations", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
 
 function layerRule([layer, allowed]) {
   const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));
@@ -61,7 +63,7 @@ export default tseslint.config(
   // Surfaces sit on top of everything but the app that composes them, and one surface does
   // not reach into another's modules (the admin API reads bodies and renders errors with the
   // shared core/ and errors/ modules, not the OpenAI surface's).
-  ...["openai", "engine", "admin"].map(surfaceRule),
+  ...["openai", "engine", "admin", "anthropic"].map(surfaceRule),
   {
     files: ["src/api/*.ts"],
     rules: { "no-restricted-imports": ["error", { patterns: [{ group: ["../app.js", "../index.js"], message: "surfaces do not import the app that mounts them" }] }] },
@@ -70,7 +72,7 @@ export default tseslint.config(
 
 /** src/api/<surface>: not the app that mounts it, nor another surface's folder. */
 function surfaceRule(surface) {
-  const others = ["openai", "engine", "admin"].filter((s) => s !== surface);
+  const others = ["openai", "engine", "admin", "anthropic"].filter((s) => s !== surface);
   return {
     files: [`src/api/${surface}/**/*.ts`],
     rules: {

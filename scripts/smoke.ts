@@ -119,6 +119,25 @@ const EXPECTATIONS: Expectation[] = [
     },
   },
   {
+    name: "Responses API, stored",
+    matches: (c) => c.includes("/v1/responses"),
+    check: (r) => {
+      const body = JSON.parse(r.stdout) as { id?: string; object?: string; store?: boolean; output?: { content?: { text?: string }[] }[] };
+      expect(body.object === "response" && /^resp_/.test(body.id ?? ""), `expected a response object, got ${r.stdout.slice(0, 200)}`);
+      expect(body.store === true, "the response was not stored (is the RESPONSES binding missing?)");
+      expect((body.output?.[0]?.content?.[0]?.text ?? "").length > 0, "no output text");
+    },
+  },
+  {
+    name: "Anthropic Messages API, streamed",
+    matches: (c) => c.includes("/v1/messages"),
+    check: (r) => {
+      const events = r.stdout.split("\n").filter((l) => l.startsWith("event: ")).map((l) => l.slice(7));
+      expect(events[0] === "message_start" && events.at(-1) === "message_stop", `expected message_start ... message_stop, got ${events.join(",").slice(0, 200)}`);
+      expect(events.includes("content_block_delta"), "no content_block_delta event");
+    },
+  },
+  {
     name: "dev metrics: the last events",
     matches: (c) => c.includes("/admin/metrics/recent"),
     check: (r) => {

@@ -18,11 +18,13 @@ const RPC_PREFIX = "/vllm.grpc.engine.VllmEngine/";
 
 export class ListenError extends Error {}
 
-/** Generation requests on the HTTP/1.1 listener: the OpenAI routes and the Generate RPC. */
+const GENERATION_PATHS = ["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages", `${RPC_PREFIX}Generate`];
+
+/** Generation requests on the HTTP/1.1 listener: the OpenAI, Responses and Messages routes and
+ *  the Generate RPC. */
 function isGeneration(req: http.IncomingMessage): boolean {
   if (req.method !== "POST") return false;
-  const path = (req.url ?? "").split("?")[0];
-  return path === "/v1/completions" || path === "/v1/chat/completions" || path === `${RPC_PREFIX}Generate`;
+  return GENERATION_PATHS.includes((req.url ?? "").split("?")[0]!);
 }
 
 interface Listener {

@@ -52,12 +52,23 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /** vLLM's OpenAI error body: {"error": {"message", "type", "param", "code"}}. */
-export function openAiError(status: number, message: string, param: string | null = null) {
-  return { error: { message, type: ERROR_TYPES[status] ?? "InternalServerError", param, code: status } };
+export function openAiError(status: number, message: string, param: string | null = null, type?: string) {
+  return { error: { message, type: type ?? ERROR_TYPES[status] ?? "InternalServerError", param, code: status } };
 }
 
-export function sendOpenAiError(res: ServerResponse, status: number, message: string, param: string | null = null): void {
-  sendJson(res, status, openAiError(status, message, param));
+export function sendOpenAiError(res: ServerResponse, status: number, message: string, param: string | null = null, type?: string): void {
+  sendJson(res, status, openAiError(status, message, param, type));
+}
+
+/** vLLM's Anthropic error body (vllm/entrypoints/anthropic/api_router.py,
+ *  translate_error_response): Anthropic's envelope around vLLM's own error type name
+ *  ("BadRequestError", "NotFoundError", ...), not Anthropic's ("invalid_request_error"). */
+export function anthropicError(status: number, message: string) {
+  return { type: "error", error: { type: openAiError(status, message).error.type, message } };
+}
+
+export function sendAnthropicError(res: ServerResponse, status: number, message: string): void {
+  sendJson(res, status, anthropicError(status, message));
 }
 
 export function headerRecord(req: IncomingMessage): Record<string, string> {

@@ -8,13 +8,14 @@ import { parseFaultHeader } from "./faults.js";
 import { httpStatusForCode } from "./http-status.js";
 import { BodyError, headerRecord, onClientGone, openAiError, readBody, sendJson, sendOpenAiError } from "./http-util.js";
 import type { KvParams } from "./kv-params.js";
+import { kvParamsOfBody } from "./body-fields.js";
 import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
 import type { GenEvent, Run } from "./run.js";
 import type { SimFault } from "./types.js";
 import { detokenize } from "./tokens.js";
 import { MAX_CONTEXT } from "./spec.js";
 
-type Complete = Extract<GenEvent, { type: "complete" }>;
+export type Complete = Extract<GenEvent, { type: "complete" }>;
 
 interface Choice {
   index: number;
@@ -25,7 +26,7 @@ interface Choice {
 }
 
 /** Text of a finished sample as vLLM returns it: cut just before the matched stop string. */
-function finalText(c: Complete): string {
+export function finalText(c: Complete): string {
   const full = detokenize(c.outputIds);
   if (c.matchedStopStr === undefined) return full;
   const at = full.indexOf(c.matchedStopStr);
@@ -34,13 +35,6 @@ function finalText(c: Complete): string {
 
 function stopReason(c: Complete | undefined): string | number | null {
   return c?.matchedStopStr ?? c?.matchedTokenId ?? null;
-}
-
-/** The body's top-level kv_transfer_params when it is an object, whatever else is wrong. */
-function kvParamsOfBody(json: unknown): KvParams | undefined {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
-  const kv = (json as Record<string, unknown>).kv_transfer_params;
-  return typeof kv === "object" && kv !== null && !Array.isArray(kv) ? (kv as KvParams) : undefined;
 }
 
 export function handleModels(engine: SimEngine, res: ServerResponse): void {
@@ -147,7 +141,7 @@ function writeBigEvent(res: ServerResponse, ctx: ResponseCtx, object: string, bi
   for (let at = 0; at < text.length; at += PIECE) res.write(text.slice(at, at + PIECE));
 }
 
-function errorStatus(ev: Extract<GenEvent, { type: "error" }>): number {
+export function errorStatus(ev: Extract<GenEvent, { type: "error" }>): number {
   return ev.httpStatus ?? httpStatusForCode(ev.code);
 }
 

@@ -3,16 +3,9 @@
 import type { KvParams } from "./kv-params.js";
 import { DEFAULT_MAX_TOKENS, MAX_CONTEXT, MAX_N } from "./spec.js";
 import { tokenize } from "./tokens.js";
+import { bad, optBool, optInt, OpenAiBadRequest } from "./body-fields.js";
 
-export class OpenAiBadRequest extends Error {
-  constructor(
-    message: string,
-    readonly param: string | null,
-    readonly status = 400,
-  ) {
-    super(message);
-  }
-}
+export { OpenAiBadRequest };
 
 export interface OpenAiRequest {
   route: "/v1/completions" | "/v1/chat/completions";
@@ -31,25 +24,6 @@ export interface OpenAiRequest {
 }
 
 
-function bad(field: string, message: string): never {
-  throw new OpenAiBadRequest(`${field}: ${message}`, field);
-}
-
-function optInt(body: Record<string, unknown>, field: string, min: number): number | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v)) bad(field, "must be an integer");
-  if (v < min) bad(field, `must be at least ${min}`);
-  return v;
-}
-
-function optBool(body: Record<string, unknown>, field: string): boolean | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "boolean") bad(field, "must be a boolean");
-  return v;
-}
-
 function isTokenList(v: unknown): v is number[] {
   return Array.isArray(v) && v.length > 0 && v.every((x) => Number.isInteger(x) && (x as number) >= 0);
 }
@@ -65,13 +39,16 @@ function promptsOf(body: Record<string, unknown>): number[][] {
   bad("prompt", "must be a string, an array of strings, an array of token ids, or an array of those");
 }
 
-function chatPrompt(body: Record<string, unknown>): number[][] {
-  const msgs = body.messages;
-  if (!Array.isArray(msgs) || msgs.length === 0) bad("messages", "must be a non-empty array");
+/** The sim's chat template: every message's content (a string, or its text parts joined with
+ *  " "; none is "") joined with "\n". The Responses and Messages APIs convert their input to
+ *  chat messages first, as vLLM does, and render them with this same function, so equivalent
+ *  requests on the three APIs get the same prompt ids. */
+export function chatMessagesPrompt(msgs: unknown, field = "messages"): number[] {
+  if (!Array.isArray(msgs) || msgs.length === 0) bad(field, "must be a non-empty array");
   const texts = msgs.map((m, i) => {
-    if (typeof m !== "object" || m === null) bad(`messages[${i}]`, "must be an object");
+    if (typeof m !== "object" || m === null) bad(`${field}[${i}]`, "must be an object");
     const msg = m as Record<string, unknown>;
-    if (typeof msg.role !== "string") bad(`messages[${i}].role`, "must be a string");
+    if (typeof msg.role !== "string") bad(`${field}[${i}].role`, "must be a string");
     const c = msg.content;
     if (c === undefined || c === null) return "";
     if (typeof c === "string") return c;
@@ -79,14 +56,18 @@ function chatPrompt(body: Record<string, unknown>): number[][] {
       return c
         .map((part, j) => {
           const pt = part as Record<string, unknown> | null;
-          if (typeof pt !== "object" || pt === null || typeof pt.type !== "string") bad(`messages[${i}].content[${j}]`, "must be a content part");
+          if (typeof pt !== "object" || pt === null || typeof pt.type !== "string") bad(`${field}[${i}].content[${j}]`, "must be a content part");
           return pt.type === "text" && typeof pt.text === "string" ? pt.text : "";
         })
         .join(" ");
     }
-    bad(`messages[${i}].content`, "must be a string or an array of content parts");
+    bad(`${field}[${i}].content`, "must be a string or an array of content parts");
   });
-  return [tokenize(texts.join("\n"))];
+  return tokenize(texts.join("\n"));
+}
+
+function chatPrompt(body: Record<string, unknown>): number[][] {
+  return [chatMessagesPrompt(body.messages)];
 }
 
 export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown, servedModel: string): OpenAiRequest {

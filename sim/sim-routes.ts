@@ -1,10 +1,12 @@
-// Non-RPC HTTP routes of an engine: the OpenAI API, /health, the /sim/* control endpoints and
+// Non-RPC HTTP routes of an engine: the OpenAI, Responses and Anthropic Messages APIs, /health, the /sim/* control endpoints and
 // the NIXL side channel; and the Mooncake bootstrap listener's routes.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SimEngine } from "./engine.js";
 import { validateFaultList } from "./faults.js";
 import { BodyError, readJson, sendEmpty, sendJson, sendOpenAiError } from "./http-util.js";
+import { handleCountTokens, handleMessages } from "./messages-api.js";
 import { handleGeneration, handleModels } from "./openai-api.js";
+import { handleResponses } from "./responses-api.js";
 
 type Handler = (engine: SimEngine, req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -48,6 +50,9 @@ const ENGINE_ROUTES: Record<string, Handler> = {
   },
   "POST /v1/completions": (e, req, res) => handleGeneration(e, "/v1/completions", req, res),
   "POST /v1/chat/completions": (e, req, res) => handleGeneration(e, "/v1/chat/completions", req, res),
+  "POST /v1/responses": (e, req, res) => handleResponses(e, req, res),
+  "POST /v1/messages": (e, req, res) => handleMessages(e, req, res),
+  "POST /v1/messages/count_tokens": (e, req, res) => handleCountTokens(e, req, res),
   "GET /sim/stats": (e, _req, res) => sendJson(res, 200, e.snapshot()),
   "POST /sim/reset": (e, _req, res, url) => {
     const hard = url.searchParams.get("hard");

@@ -13,10 +13,12 @@ import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
 import { openaiRoutes } from "./api/openai/routes.js";
+import { anthropicRoutes } from "./api/anthropic/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
+import { ResponseStoreClient } from "./conversations/response-store-client.js";
 import { renderError, toGatewayError } from "./errors/render.js";
 import { GatewayError } from "./core/errors.js";
 
@@ -117,6 +119,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
       waitUntil,
       clientSignal: scope.clientSignal,
       owner: OPEN_OWNER,
+      responseStore: c.env.RESPONSES ? new ResponseStoreClient(c.env.RESPONSES) : undefined,
       pipeline: (model) => pipelineContext(scope, () => gateway, model),
     };
     c.set("gateway", gateway);
@@ -131,6 +134,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
 
   app.post(`${ENGINE_SERVICE_PATH}*`, async (c) => (await loadEngineRouter()).handleEngineRpc(c.req.raw, c.get("gateway")));
   app.route("/v1", openaiRoutes());
+  app.route("/v1", anthropicRoutes());
   // The admin API (and the zod schemas of its bodies) loads on its first request: its own
   // Hono app, handed this request's gateway context.
   const gatewayOf = new WeakMap<Request, GatewayContext>();

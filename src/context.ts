@@ -1,6 +1,7 @@
 // Per-request gateway context, built in one place (app.ts) and handed to every surface.
 import type { ContextKey } from "@connectrpc/connect";
 import type { LoadedConfig } from "./config/load.js";
+import type { ResponseStoreClient } from "./conversations/response-store-client.js";
 import type { EventSink } from "./metrics/events.js";
 import type { IsolateState } from "./routing/isolate.js";
 import type { PipelineContext } from "./routing/pipeline.js";
@@ -18,6 +19,8 @@ export interface GatewayContext {
   clientSignal: AbortSignal;
   /** Who sent the request: the data-plane credential's tag, or "open". Scopes Abort. */
   owner: string;
+  /** The Responses API's store (the RESPONSES binding); undefined: responses are not stored. */
+  responseStore: ResponseStoreClient | undefined;
   /** The generation pipeline's context for a request to `model`. */
   pipeline(model: string): PipelineContext;
 }

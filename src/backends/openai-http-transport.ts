@@ -4,13 +4,13 @@
 import { readBounded, concatBytes } from "../core/body.js";
 import { errorText } from "../core/errors.js";
 import { LegFailure, type EngineCall, type Harvester, type LegTransport } from "../core/leg-transport.js";
-import { bodyWithSampling, buildEngineBody, harvestKvParams, type OpenAiRoute } from "./openai-bodies.js";
+import { bodyWithSampling, buildEngineBody, harvestKvParams, type EngineHttpRoute } from "./openai-bodies.js";
 import type { EngineConnections } from "./engine-clients.js";
 import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErrorMessage } from "./openai-http.js";
 
 /** An OpenAI request as the HTTP transport forwards it. */
 export interface OpenAiHttpPayload {
-  route: OpenAiRoute;
+  route: EngineHttpRoute;
   /** The client's JSON text (forwarded to decode byte for byte, plus the KV params). */
   text: string;
   /** JSON.parse of text (not a validator's output: unknown fields must survive). */

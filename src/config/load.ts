@@ -30,6 +30,7 @@ export interface LoadedModel {
   tokenizer?: TokenizerSource;
   /** How the OpenAI surface relays this model's SSE streams (schema.ts). */
   sse_relay: "inspect" | "native";
+  apis_via_chat: boolean;
 }
 
 /** GATEWAY_CONFIG as the runtime hands it over: JSON text, or a TOML table's object. */
@@ -69,6 +70,7 @@ export function parseConfig(value: GatewayConfigVar): LoadedConfig {
       encode: pools.encode.map(name("encode")),
       regular: pools.regular.map(name("regular")),
       sse_relay: pools.sse_relay,
+      apis_via_chat: pools.apis_via_chat,
       ...(pools.tokenizer ? { tokenizer: pools.tokenizer } : {}),
     };
   }

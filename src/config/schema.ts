@@ -96,6 +96,10 @@ function build() {
        *  it); "inspect" watches every chunk on its way (in-band errors rewritten). See
        *  docs/configuration.md. */
       sse_relay: z.enum(["inspect", "native"]).default("native"),
+      /** Serve /v1/responses and /v1/messages through the engines' chat completions, for
+       *  openai-http engines whose vLLM lacks those endpoints (docs/responses-and-messages.md).
+       *  VllmEngine-served models always go through chat. */
+      apis_via_chat: z.boolean().default(false),
     })
     .strict();
 
@@ -259,6 +263,16 @@ function build() {
         })
         .strict()
         .default({ allowed_origins: [], max_age_secs: 600 }),
+      /** The Responses API's stored responses (`store`, previous_response_id; docs/responses-and-messages.md). */
+      responses: z
+        .object({
+          /** How long a stored response can be read or continued (OpenAI keeps them 30 days). */
+          store_ttl_secs: z.number().int().min(1).default(30 * 24 * 3600),
+          /** Largest conversation (earlier turns, expanded) one response may carry, in UTF-8 bytes. */
+          max_conversation_bytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+        })
+        .strict()
+        .default({ store_ttl_secs: 30 * 24 * 3600, max_conversation_bytes: 16 * 1024 * 1024 }),
       /** Switches for benchmarks and tests. */
       debug: z
         .object({

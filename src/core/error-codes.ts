@@ -28,6 +28,8 @@ export const ERROR_CODES: Readonly<Record<string, ConnectMapping>> = {
   too_many_ids: Code.InvalidArgument,
   invalid_engine_url: Code.InvalidArgument,
   engine_model_mismatch: Code.InvalidArgument,
+  unsupported_model_api: Code.InvalidArgument,
+  conversation_too_large: Code.InvalidArgument,
   // A message larger than a limit, either way: gRPC's RESOURCE_EXHAUSTED (as connect-es's own
   // readMaxBytes and the raw relay's frame limit).
   body_too_large: Code.ResourceExhausted,
@@ -40,6 +42,7 @@ export const ERROR_CODES: Readonly<Record<string, ConnectMapping>> = {
   admin_unauthorized: Code.Unauthenticated,
   engine_url_not_allowed: Code.PermissionDenied,
   model_not_found: Code.NotFound,
+  response_not_found: Code.NotFound,
   engine_not_found: Code.NotFound,
   engine_exists: Code.AlreadyExists,
   // An unknown path or method is an unknown procedure to a Connect client (HTTP 404).

@@ -1,7 +1,7 @@
 // Names shared by every layer: which surface a request came in on, which leg an engine
 // serves, how decode got its KV handoff. Types only.
 
-export type Surface = "engine" | "openai";
+export type Surface = "engine" | "openai" | "anthropic";
 
 /** The role an engine plays for one request: a PD leg, or the one engine of aggregated mode. */
 export type Leg = "prefill" | "decode" | "regular";

@@ -3,6 +3,7 @@
 // handler, onError, the config check and admin all answer through here.
 import { GatewayError } from "../core/errors.js";
 import { connectErrorResponse, connectStreamErrorResponse, grpcWebErrorResponse } from "./connect.js";
+import { anthropicErrorResponse } from "./anthropic.js";
 import { openAiErrorResponse } from "./openai.js";
 import { errorProtocolOf } from "./protocol.js";
 
@@ -16,6 +17,8 @@ export function renderError(request: Request, err: GatewayError, headers?: Heade
       return connectStreamErrorResponse(err, contentType, headers);
     case "connect":
       return connectErrorResponse(err, headers);
+    case "anthropic":
+      return anthropicErrorResponse(err, headers);
     case "openai":
       return openAiErrorResponse(err, headers);
   }

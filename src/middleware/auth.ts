@@ -66,14 +66,23 @@ export function bearerToken(header: string | null | undefined): string | undefin
   return m?.[1];
 }
 
+/** The API key a client presents: `Authorization: Bearer <key>` (OpenAI SDKs), else
+ *  `x-api-key: <key>` (Anthropic SDKs). */
+export function presentedKey(headers: Headers): string | undefined {
+  const bearer = bearerToken(headers.get("authorization"));
+  if (bearer !== undefined) return bearer;
+  const key = headers.get("x-api-key")?.trim();
+  return key ? key : undefined;
+}
+
 export function dataPlaneAuth(): MiddlewareHandler<{ Bindings: Env; Variables: { gateway: GatewayContext; apiKey?: string } }> {
   return async (c, next) => {
     if (c.get("gateway").config.auth.data_plane === "open") return next();
-    const token = bearerToken(c.req.header("authorization"));
+    const token = presentedKey(c.req.raw.headers);
     const keys = c.env.API_KEYS ?? "";
     const owner = token === undefined || keys.trim() === "" ? undefined : await ownerOfKey(token, keys);
     if (token === undefined || owner === undefined) {
-      const message = token === undefined ? "Authorization: a Bearer API key is required" : "Authorization: the API key is not valid";
+      const message = token === undefined ? "Authorization: a Bearer API key (or x-api-key) is required" : "Authorization: the API key is not valid";
       return reject(c.req.raw, 401, "invalid_api_key", message, { "www-authenticate": 'Bearer realm="vllm-edge-gateway"' });
     }
     c.set("apiKey", token);

@@ -1,5 +1,5 @@
 // CORS for browser clients from a configured origin allowlist. Allows the Connect, gRPC-web
-// and OpenAI request headers and exposes the ones clients read (grpc-status, grpc-message,
+// OpenAI and Anthropic request headers and exposes the ones clients read (grpc-status, grpc-message,
 // x-pd-prefill, x-gateway-error-code).
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
@@ -8,6 +8,8 @@ import type { GatewayContext } from "../context.js";
 export const CORS_ALLOW_HEADERS = [
   "content-type", "authorization", "connect-protocol-version", "connect-timeout-ms", "connect-accept-encoding",
   "connect-content-encoding", "grpc-timeout", "x-grpc-web", "x-user-agent", "x-model", "x-routing-key", "x-request-id",
+  // Anthropic SDKs: the API key, the API version and beta flags.
+  "x-api-key", "anthropic-version", "anthropic-beta",
 ];
 export const CORS_EXPOSE_HEADERS = [
   "grpc-status", "grpc-message", "grpc-status-details-bin", "x-pd-prefill", "x-gateway-error-code", "connect-content-encoding",

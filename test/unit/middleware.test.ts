@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bearerToken, digestsEqual, isValidKey } from "../../src/middleware/auth.js";
+import { bearerToken, digestsEqual, isValidKey, presentedKey } from "../../src/middleware/auth.js";
 import { headerBytes } from "../../src/middleware/limits.js";
 
 describe("auth helpers", () => {
@@ -11,6 +11,14 @@ describe("auth helpers", () => {
     [undefined, undefined],
     ["Bearer a b", undefined],
   ])("bearerToken(%j) = %j", (h, t) => expect(bearerToken(h)).toBe(t));
+  it.each([
+    [{ authorization: "Bearer k1" }, "k1"],
+    [{ "x-api-key": "k2" }, "k2"],
+    [{ authorization: "Bearer k1", "x-api-key": "k2" }, "k1"],
+    [{ "x-api-key": "  " }, undefined],
+    [{ authorization: "Basic abc" }, undefined],
+    [{}, undefined],
+  ])("presentedKey(%j) = %j: Bearer first, then Anthropic's x-api-key", (h, t) => expect(presentedKey(new Headers(h))).toBe(t));
   it("constant-time digest compare", () => {
     expect(digestsEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2]))).toBe(true);
     expect(digestsEqual(new Uint8Array([1, 2]), new Uint8Array([1, 3]))).toBe(false);

@@ -6,7 +6,6 @@
 import { routedConfig, type GatewayContext } from "../../context.js";
 import { concatBytes } from "../../core/body.js";
 import { clientCancelledError, errorText, GatewayError, UpstreamStatusError } from "../../core/errors.js";
-import { uuidv7 } from "../../core/ids.js";
 import { optional } from "../../core/optional.js";
 import { relayResponseHeaders } from "../../backends/openai-http.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
@@ -25,6 +24,7 @@ import { sseRelay, type RelayEnd } from "./relay.js";
 import { refuseBeyondHttpContext } from "./http-context.js";
 import { fanoutWidth, parseOpenAiRequest, promptText, type OpenAiRequest } from "./request.js";
 import { readBodyText } from "../../core/body-text.js";
+import { requestIdOf } from "../request-id.js";
 
 /** The tokenizing path (and the tokenizer and template libraries under it) loads on the first
  *  request to a model served by VllmEngine engines, not at the isolate's start-up. */
@@ -33,17 +33,6 @@ const loadEngineGeneration = () => (engineGeneration ??= import("./engine-genera
 
 /** Bound on a non-streamed response the gateway holds before answering. */
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
-const MAX_REQUEST_ID_CHARS = 256;
-
-/** The client's x-request-id (so its logs and the engines' match), else a fresh one. */
-export function requestIdOf(headers: Headers): string {
-  const sent = headers.get("x-request-id");
-  if (sent === null || sent === "") return uuidv7();
-  if (sent.length > MAX_REQUEST_ID_CHARS || !/^[\x21-\x7e]+$/.test(sent)) {
-    throw new GatewayError("invalid_request", 400, `x-request-id: at most ${MAX_REQUEST_ID_CHARS} visible ASCII characters`, undefined, "x-request-id");
-  }
-  return sent;
-}
 
 /** How the model is served on this surface: relayed to openai-http engines, tokenized by the
  *  gateway for VllmEngine engines, or not at all (a 404 / 503 naming it). */

@@ -6,7 +6,7 @@
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { normaliseN } from "../../pd/skip.js";
-import { jsonLimitIssue } from "./json-limits.js";
+import { jsonLimitIssue } from "../json-limits.js";
 import { checkOpenAiBody } from "./schemas.js";
 
 export interface OpenAiRequest {

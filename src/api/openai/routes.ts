@@ -4,6 +4,7 @@ import type { Env } from "../../env.js";
 import { routedConfig, type GatewayContext } from "../../context.js";
 import { handleGeneration } from "./generation.js";
 import { modelList } from "./models.js";
+import { deleteStoredResponse, getStoredResponse, handleResponses } from "./responses.js";
 
 type OpenAiEnv = { Bindings: Env; Variables: { gateway: GatewayContext } };
 
@@ -11,6 +12,9 @@ export function openaiRoutes() {
   const r = new Hono<OpenAiEnv>();
   r.post("/chat/completions", (c) => handleGeneration(c.get("gateway"), c.req.raw, "/v1/chat/completions"));
   r.post("/completions", (c) => handleGeneration(c.get("gateway"), c.req.raw, "/v1/completions"));
+  r.post("/responses", (c) => handleResponses(c.get("gateway"), c.req.raw));
+  r.get("/responses/:id", (c) => getStoredResponse(c.get("gateway"), c.req.param("id")));
+  r.delete("/responses/:id", (c) => deleteStoredResponse(c.get("gateway"), c.req.param("id")));
   r.get("/models", (c) => c.json(modelList(routedConfig(c.get("gateway")))));
   return r;
 }

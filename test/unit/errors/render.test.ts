@@ -5,6 +5,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../src/core/errors.js";
 import { connectCodeName } from "../../../src/errors/connect.js";
+import { anthropicErrorEvent } from "../../../src/errors/anthropic.js";
 import { errorProtocolOf } from "../../../src/errors/protocol.js";
 import { reject, renderError, toGatewayError } from "../../../src/errors/render.js";
 
@@ -23,6 +24,9 @@ describe("errorProtocolOf", () => {
     ["application/json", "/v1/chat/completions", {}, "openai"],
     [undefined, "/v1/nope", {}, "openai"],
     [undefined, "/admin/engines", {}, "openai"],
+    ["application/json", "/v1/messages", {}, "anthropic"],
+    ["application/json", "/v1/messages/count_tokens", {}, "anthropic"],
+    ["application/json", "/v1/messagesx", {}, "openai"],
   ] as const)("%s %s %j -> %s", (ct, path, headers, protocol) => {
     expect(errorProtocolOf(req(ct, path, headers))).toBe(protocol);
   });
@@ -81,5 +85,31 @@ describe("renderError, one shape per protocol", () => {
   it("anything that is not a GatewayError is a 500 internal_error without its message", () => {
     const e = toGatewayError(new Error("secret"), "test");
     expect([e.code, e.status, e.message, e.connectCode]).toEqual(["internal_error", 500, "internal gateway error", Code.Internal]);
+  });
+});
+
+describe("the Anthropic shape (/v1/messages)", () => {
+  it.each([
+    [400, 400, "invalid_request_error"],
+    [401, 401, "authentication_error"],
+    [403, 403, "permission_error"],
+    [404, 404, "not_found_error"],
+    [413, 413, "request_too_large"],
+    [422, 422, "invalid_request_error"],
+    [429, 429, "rate_limit_error"],
+    [500, 500, "api_error"],
+    [502, 502, "api_error"],
+    [503, 529, "overloaded_error"],
+    [504, 504, "api_error"],
+  ])("status %i -> %i %s, the stable code in the header", async (status, sent, type) => {
+    const r = reject(req("application/json", "/v1/messages"), status, "some_code", "what went wrong");
+    expect([r.status, r.headers.get("x-gateway-error-code"), r.headers.get("content-type")]).toEqual([sent, "some_code", "application/json"]);
+    expect(await r.json()).toEqual({ type: "error", error: { type, message: "what went wrong" } });
+  });
+
+  it("the stream's error event is Anthropic's", () => {
+    expect(anthropicErrorEvent(new GatewayError("decode_unavailable", 502, "engine 'd' failed"))).toBe(
+      'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"engine \'d\' failed"}}\n\n',
+    );
   });
 });

@@ -3,7 +3,7 @@
 // client sends, since "\ud800" escapes are the only way a lone surrogate arrives.
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../src/core/errors.js";
-import { jsonLimitIssue } from "../../../src/api/openai/json-limits.js";
+import { jsonLimitIssue } from "../../../src/api/json-limits.js";
 import { parseOpenAiRequest } from "../../../src/api/openai/request.js";
 import { MAX_JSON_DEPTH, parseLosslessJson } from "../../../src/tokenizer/lossless-json.js";
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { GenerateRequestSchema, type SamplingParamsSchema } from "../../../src/gen/vllm_engine_pb.js";
 import type { LegSpec, TransportTraits } from "../../../src/core/leg-transport.js";
 import { encodeGenerateLeg } from "../../../src/backends/generate-request.js";
-import { bodyWithSampling, buildEngineBody, type OpenAiRoute } from "../../../src/backends/openai-bodies.js";
+import { bodyWithSampling, buildEngineBody, type EngineHttpRoute, type OpenAiRoute } from "../../../src/backends/openai-bodies.js";
 import { OPENAI_HTTP_TRAITS } from "../../../src/backends/openai-http-transport.js";
 import { planPd, type PdOverride } from "../../../src/pd/plan.js";
 import { prefillCap } from "../../../src/pd/prefill-cap.js";
@@ -98,6 +98,27 @@ describe("vLLM OpenAI HTTP: the prefill body", () => {
     const body = { ...chat, stop: ["x"], stream: true, stream_options: { include_usage: true } };
     const before = structuredClone(body);
     bodyWithSampling(CHAT, body, prefillCap(), undefined);
+    expect(body).toEqual(before);
+  });
+});
+
+describe("vLLM Responses and Anthropic Messages over HTTP: the prefill body", () => {
+  const RESP: EngineHttpRoute = "/v1/responses";
+  const MSGS: EngineHttpRoute = "/v1/messages";
+  const tag = { kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } };
+  const resp = { model: "m", input: "hi", instructions: "be brief", temperature: 0.3 };
+  const msgs = { model: "m", messages: [{ role: "user", content: "hi" }], system: "be brief", max_tokens: 64, temperature: 0.3, top_k: 5 };
+  it.each<[string, EngineHttpRoute, Record<string, unknown>, Record<string, unknown>]>([
+    ["responses: plain", RESP, resp, { ...resp, max_output_tokens: 1, ignore_eos: true, store: false, stream: false, ...tag }],
+    ["responses: the client's cap, stop and stream", RESP, { ...resp, max_output_tokens: 500, stop: ["END"], stream: true }, { ...resp, max_output_tokens: 1, ignore_eos: true, store: false, stream: false, ...tag }],
+    ["responses: logprobs asked for", RESP, { ...resp, top_logprobs: 3, include: ["message.output_text.logprobs", "reasoning.encrypted_content"] }, { ...resp, include: ["reasoning.encrypted_content"], max_output_tokens: 1, ignore_eos: true, store: false, stream: false, ...tag }],
+    ["responses: a client's kv_transfer_params", RESP, { ...resp, kv_transfer_params: { remote_host: "evil" } }, { ...resp, max_output_tokens: 1, ignore_eos: true, store: false, stream: false, ...tag }],
+    ["messages: plain (no ignore_eos on this API)", MSGS, msgs, { ...msgs, max_tokens: 1, stream: false, ...tag }],
+    ["messages: stop_sequences and stream", MSGS, { ...msgs, stop_sequences: ["\n\nHuman:"], stream: true }, { ...msgs, max_tokens: 1, stream: false, ...tag }],
+  ])("%s", (_name, route, body, want) => {
+    const before = structuredClone(body);
+    const spec = prefillSpec(OPENAI_HTTP_TRAITS, 1);
+    expect(bodyWithSampling(route, body, spec.sampling!, spec.kvParamsJson)).toEqual(want);
     expect(body).toEqual(before);
   });
 });

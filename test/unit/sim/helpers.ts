@@ -112,6 +112,18 @@ export function parseSse(text: string): unknown[] {
     });
 }
 
+/** Parses an SSE body whose events carry an `event:` line into {event, data} (JSON-decoded). */
+export function parseNamedSse(text: string): { event: string; data: any }[] { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return text
+    .split("\n\n")
+    .filter((block) => block.trim() !== "")
+    .map((block) => {
+      const [ev, data, ...rest] = block.split("\n");
+      if (!ev?.startsWith("event: ") || !data?.startsWith("data: ") || rest.length > 0) throw new Error(`not an event: line then a data: line: ${block}`);
+      return { event: ev.slice("event: ".length), data: JSON.parse(data.slice("data: ".length)) as unknown };
+    });
+}
+
 export const nixlPrefillParams = '{"do_remote_decode":true,"do_remote_prefill":false}';
 
 /** The gateway's sanitised prefill request (max_tokens=1, ignore_eos), with NIXL params. */

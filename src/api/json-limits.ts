@@ -1,10 +1,10 @@
-// What a parsed OpenAI body may not hold (issue 32): a string, value or key, that is not
+// What a parsed request body (OpenAI, Responses, Anthropic Messages) may not hold (issue 32): a string, value or key, that is not
 // well-formed UTF-16 (a lone surrogate, which only a "\ud800" escape can make: protobuf will
 // not encode it and an engine's tokenizer cannot read it), or a value nested deeper than
 // MAX_JSON_DEPTH (the gateway's lossless JSON reader's limit, below Python's). Pure. The body's
 // text says when a walk is needed at all, so a plain request costs two native scans; the walk
 // is iterative, since a 4 MiB body can nest two million levels deep.
-import { MAX_JSON_DEPTH } from "../../tokenizer/lossless-json.js";
+import { MAX_JSON_DEPTH } from "../tokenizer/lossless-json.js";
 
 export interface JsonLimitIssue {
   /** Where, in the OpenAI `param` form (messages[0].content), cut to its first levels. */

@@ -1,0 +1,161 @@
+// vLLM's Responses API on the engine's HTTP port (vllm/entrypoints/openai/responses/
+// api_router.py, serving.py and streaming_events.py, with kv_transfer_params from vLLM PR
+// 37424), the path of a model without a tool or reasoning parser: one message output item.
+// vLLM keeps nothing (VLLM_ENABLE_RESPONSES_API_STORE is off by default), and neither does the sim.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { admit, randomHex } from "./admission.js";
+import { OpenAiBadRequest } from "./body-fields.js";
+import type { SimEngine } from "./engine.js";
+import { onClientGone, sendJson, sendOpenAiError } from "./http-util.js";
+import type { KvParams } from "./kv-params.js";
+import { errorStatus, finalText, type Complete } from "./openai-api.js";
+import { parseResponsesRequest, responseIdOf, type ResponsesRequest } from "./responses-parse.js";
+import type { Run } from "./run.js";
+import { detokenize } from "./tokens.js";
+
+interface Ctx {
+  p: ResponsesRequest;
+  model: string;
+  createdAt: number;
+}
+
+interface Outcome {
+  status: "in_progress" | "completed" | "incomplete";
+  output: unknown[];
+  done?: Complete;
+}
+
+const outputText = (text: string, logprobs: unknown[] | null) => ({ annotations: [], text, type: "output_text", logprobs });
+
+/** ResponsesResponse.from_request, dumped without exclude_none as api_router does. */
+function responseObject(ctx: Ctx, o: Outcome): Record<string, unknown> {
+  const d = o.done;
+  const usage = d && {
+    input_tokens: ctx.p.promptIds.length,
+    input_tokens_details: { cached_tokens: d.cachedTokens, input_tokens_per_turn: [], cached_tokens_per_turn: [] },
+    output_tokens: d.outputIds.length,
+    output_tokens_details: { reasoning_tokens: 0, tool_output_tokens: 0, output_tokens_per_turn: [], tool_output_tokens_per_turn: [] },
+    total_tokens: ctx.p.promptIds.length + d.outputIds.length,
+  };
+  const e = ctx.p.echo;
+  return {
+    id: ctx.p.id, created_at: ctx.createdAt,
+    incomplete_details: o.status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    instructions: e.instructions, metadata: e.metadata, model: ctx.model, object: "response", output: o.output,
+    parallel_tool_calls: e.parallel_tool_calls, temperature: e.temperature, tool_choice: e.tool_choice, tools: e.tools,
+    top_p: e.top_p, background: false, max_output_tokens: ctx.p.maxTokens, max_tool_calls: e.max_tool_calls,
+    previous_response_id: null, prompt: null, reasoning: e.reasoning, service_tier: e.service_tier, status: o.status,
+    text: e.text, top_logprobs: null, truncation: e.truncation, usage: usage ?? null, user: e.user,
+    presence_penalty: 0, frequency_penalty: 0,
+    kv_transfer_params: (d?.kvTransferParams ?? null) as KvParams | null, ec_transfer_params: null,
+    input_messages: null, output_messages: null,
+  };
+}
+
+/** "incomplete" iff length-capped; every other finish is "completed" (serving.py). */
+const statusOf = (d: Complete | undefined): Outcome["status"] => (d?.finishReason === "length" ? "incomplete" : "completed");
+
+/** The output items of a finished request: one assistant message, with no content part when
+ *  the text is empty. */
+function messageOutput(text: string): unknown[] {
+  return [{ id: `msg_${randomHex()}`, content: text ? [outputText(text, null)] : [], role: "assistant", status: "completed", type: "message" }];
+}
+
+export async function handleResponses(engine: SimEngine, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let id = `resp_${randomHex()}`;
+  // vLLM's engine request id is the response id plus the sub-request index.
+  const a = await admit(engine, "/v1/responses", req, {
+    requestIdOf: (json) => {
+      id = responseIdOf(json) ?? id;
+      return `${id}_0`;
+    },
+    parse: (json) => parseResponsesRequest(json, engine.cfg.model, id),
+  });
+  if (!a.ok) {
+    const err = a.error;
+    if (err instanceof OpenAiBadRequest) return sendOpenAiError(res, err.status, err.message, err.param, err.type);
+    return sendOpenAiError(res, 400, err.message);
+  }
+  const p = a.parsed;
+  const run = engine.startRun({
+    requestId: a.requestId, promptIds: p.promptIds, n: 1, maxTokens: p.maxTokens, minTokens: 0, stop: p.stop,
+    stopTokenIds: [], ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault: a.fault,
+  });
+  const stopWatching = onClientGone(res, () => void run.cancel());
+  const ctx: Ctx = { p, model: engine.cfg.model, createdAt: Math.floor(Date.now() / 1000) };
+  try {
+    if (p.stream) await streamResponse(ctx, run, res);
+    else await fullResponse(ctx, run, res);
+  } finally {
+    stopWatching();
+  }
+}
+
+async function fullResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<void> {
+  let done: Complete | undefined;
+  for await (const ev of run.events) {
+    if (ev.type === "error") {
+      if (!res.headersSent) sendOpenAiError(res, errorStatus(ev), ev.message);
+      return;
+    }
+    if (ev.type === "complete") done = ev;
+  }
+  if (res.destroyed) return;
+  sendJson(res, 200, responseObject(ctx, { status: statusOf(done), output: messageOutput(done ? finalText(done) : ""), done }));
+}
+
+/** The streamed events of serving.py's simple path (SimpleStreamingEventProcessor), each as
+ *  `event: <type>\ndata: <json>\n\n` with its sequence_number, and no [DONE]. */
+async function streamResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<void> {
+  let seq = 0;
+  const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`);
+  const itemId = randomHex(); // the streamed item's id: a bare uuid, unlike the final output's msg_ id
+  const at = { output_index: 0, item_id: itemId, content_index: 0 };
+  let text = "";
+  let streamed = "";
+  let done: Complete | undefined;
+  const delta = (t: string) => {
+    if (t === "") return;
+    if (streamed === "") {
+      send("response.output_item.added", { output_index: 0, item: { id: itemId, content: [], role: "assistant", status: "in_progress", type: "message" } });
+      send("response.content_part.added", { ...at, part: outputText("", []) });
+    }
+    streamed += t;
+    send("response.output_text.delta", { ...at, delta: t, logprobs: [] });
+  };
+  // Headers wait for the first event, as on the chat path: a start failure is a plain error.
+  const begin = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    const initial = responseObject(ctx, { status: "in_progress", output: [] });
+    send("response.created", { response: initial });
+    send("response.in_progress", { response: initial });
+  };
+  for await (const ev of run.events) {
+    if (res.destroyed) return;
+    if (ev.type === "error") {
+      if (!res.headersSent) return sendOpenAiError(res, errorStatus(ev), ev.message);
+      if (ev.sse === "reset") return void res.destroy();
+      if (ev.sse !== "no-done") send("error", { code: "InternalServerError", message: ev.message, param: null });
+      return void res.end();
+    }
+    begin();
+    if (ev.type === "token") {
+      text += detokenize([ev.tokenId]);
+      if (!ev.final) delta(text.slice(streamed.length));
+      continue;
+    }
+    done = ev;
+    const final = finalText(ev);
+    delta(final.length > streamed.length ? final.slice(streamed.length) : "");
+  }
+  if (res.destroyed) return;
+  begin();
+  if (streamed !== "") {
+    send("response.output_text.done", { ...at, text: streamed, logprobs: [] });
+    send("response.content_part.done", { ...at, part: outputText(streamed, null) });
+    send("response.output_item.done", { output_index: 0, item: { id: itemId, content: [outputText(streamed, null)], role: "assistant", status: "completed", type: "message", summary: [] } });
+  }
+  send("response.completed", { response: responseObject(ctx, { status: statusOf(done), output: messageOutput(streamed), done }) });
+  res.end();
+}

@@ -1,0 +1,138 @@
+// The Responses API over chat completions, for models whose engines have no /v1/responses of
+// their own (VllmEngine engines: the gateway tokenizes chat; or `apis_via_chat`), as the
+// upstream gateway serves it: the request becomes a chat request, the chat answer becomes the
+// response object. Pure; the stream's events are responses-chat-stream.ts.
+import { GatewayError } from "../../core/errors.js";
+import type { ResponseItem } from "./responses-request.js";
+
+type Json = Record<string, unknown>;
+
+const unsupported = (param: string, what: string) => new GatewayError("unsupported_parameter", 400, `${param}: ${what} is not supported on this model's engines`, undefined, param);
+
+/** The chat request for a Responses request whose conversation is `items` (expanded). */
+export function responsesToChat(body: Json, items: readonly ResponseItem[]): Json {
+  const messages: Json[] = [];
+  if (typeof body.instructions === "string") messages.push({ role: "system", content: body.instructions });
+  items.forEach((item, i) => messages.push(...chatMessagesOf(item, `input[${i}]`)));
+  const chat: Json = { model: body.model, messages, stream: body.stream === true };
+  if (chat.stream) chat.stream_options = { include_usage: true };
+  copy(body, chat, ["temperature", "top_p", "top_k", "seed", "stop", "ignore_eos", "presence_penalty", "frequency_penalty", "repetition_penalty", "parallel_tool_calls", "user"]);
+  if (typeof body.max_output_tokens === "number") chat.max_tokens = body.max_output_tokens;
+  const format = (body.text as { format?: Json } | undefined)?.format;
+  if (format?.type === "json_object") chat.response_format = { type: "json_object" };
+  else if (format?.type === "json_schema") chat.response_format = { type: "json_schema", json_schema: { name: format.name ?? "schema", schema: format.schema, strict: format.strict ?? false } };
+  if (Array.isArray(body.tools) && body.tools.length > 0) chat.tools = body.tools.map((t, i) => chatTool(t as Json, `tools[${i}]`));
+  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = chatToolChoice(body.tool_choice);
+  const effort = (body.reasoning as { effort?: unknown } | undefined)?.effort;
+  if (effort !== undefined && effort !== null) chat.reasoning_effort = effort;
+  if (Array.isArray(body.include) && body.include.includes("message.output_text.logprobs")) {
+    chat.logprobs = true;
+    if (typeof body.top_logprobs === "number") chat.top_logprobs = body.top_logprobs;
+  }
+  return chat;
+}
+
+function copy(from: Json, to: Json, keys: readonly string[]): void {
+  for (const k of keys) if (from[k] !== undefined && from[k] !== null) to[k] = from[k];
+}
+
+function chatMessagesOf(item: ResponseItem, param: string): Json[] {
+  switch (item.type) {
+    case "message":
+      return [{ role: item.role === "developer" ? "system" : item.role, content: textOf(item.content, `${param}.content`) }];
+    case "function_call":
+      return [{ role: "assistant", content: null, tool_calls: [{ id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } }] }];
+    case "function_call_output":
+      return [{ role: "tool", tool_call_id: item.call_id, content: typeof item.output === "string" ? item.output : JSON.stringify(item.output) }];
+    case "reasoning":
+      return []; // the model's earlier reasoning is not part of the next prompt
+    default:
+      throw unsupported(`${param}.type`, `the input item type '${String(item.type)}'`);
+  }
+}
+
+function textOf(content: unknown, param: string): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw new GatewayError("invalid_request", 400, `${param}: must be a string or an array of content parts`, undefined, param);
+  return content
+    .map((part, j) => {
+      const p = part as Json;
+      if ((p.type === "input_text" || p.type === "output_text" || p.type === "text") && typeof p.text === "string") return p.text;
+      throw unsupported(`${param}[${j}]`, `the content part '${String(p.type)}'`);
+    })
+    .join("");
+}
+
+function chatTool(tool: Json, param: string): Json {
+  if (tool.type !== "function") throw unsupported(`${param}.type`, `the tool type '${String(tool.type)}'`);
+  return { type: "function", function: { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), parameters: tool.parameters ?? { type: "object", properties: {} } } };
+}
+
+function chatToolChoice(choice: unknown): unknown {
+  if (typeof choice === "string") return choice;
+  const c = choice as Json;
+  if (c.type === "function") return { type: "function", function: { name: c.name } };
+  throw unsupported("tool_choice", `tool_choice of type '${String(c.type)}'`);
+}
+
+/** What the response object echoes from its request. */
+export function responseEcho(body: Json): Json {
+  return {
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    metadata: body.metadata ?? {},
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    temperature: body.temperature ?? null,
+    tool_choice: body.tool_choice ?? "auto",
+    tools: body.tools ?? [],
+    top_p: body.top_p ?? null,
+    text: body.text ?? { format: { type: "text" } },
+    reasoning: body.reasoning ?? null,
+    truncation: body.truncation ?? "disabled",
+  };
+}
+
+export interface ChatUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+}
+
+export function responsesUsage(u: ChatUsage | undefined): Json {
+  const input = u?.prompt_tokens ?? 0;
+  const output = u?.completion_tokens ?? 0;
+  return { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
+}
+
+/** The chat message's output as Responses output items, in order: reasoning, the text, the calls. */
+export function outputItems(message: Json, id: string): Json[] {
+  const out: Json[] = [];
+  const reasoning = message.reasoning_content ?? message.reasoning;
+  if (typeof reasoning === "string" && reasoning !== "") out.push({ type: "reasoning", id: `rs_${id}`, summary: [], content: [{ type: "reasoning_text", text: reasoning }], status: "completed" });
+  if (typeof message.content === "string" && message.content !== "") {
+    out.push({ type: "message", id: `msg_${id}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: message.content, annotations: [], logprobs: [] }] });
+  }
+  const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : [];
+  calls.forEach((c, i) => {
+    const f = c.function as Json;
+    out.push({ type: "function_call", id: `fc_${id}_${i}`, call_id: c.id, name: f.name, arguments: f.arguments, status: "completed" });
+  });
+  return out;
+}
+
+/** The response object for a whole chat completion. */
+export function chatToResponse(chat: Json, body: Json, id: string, createdAt: number): Json {
+  const choice = ((chat.choices as Json[] | undefined) ?? [])[0] ?? {};
+  const length = choice.finish_reason === "length";
+  return {
+    id,
+    object: "response",
+    created_at: createdAt,
+    status: length ? "incomplete" : "completed",
+    incomplete_details: length ? { reason: "max_output_tokens" } : null,
+    error: null,
+    model: body.model,
+    output: outputItems((choice.message as Json | undefined) ?? {}, id.slice("resp_".length)),
+    usage: responsesUsage(chat.usage as ChatUsage | undefined),
+    ...responseEcho(body),
+  };
+}

@@ -1,0 +1,78 @@
+// A Responses request served through the gateway's own chat completions path (responses.ts
+// decides when): the request becomes a chat request to the OpenAI surface's handler, whose
+// answer (JSON, or SSE chunks) becomes the response object or the Responses events. The turn
+// is stored as on the native path.
+import type { GatewayContext } from "../../context.js";
+import { EventSplitter } from "../event-relay.js";
+import { handleGeneration } from "./generation.js";
+import { chatToResponse, responsesToChat } from "./responses-chat.js";
+import { ResponsesEventWriter } from "./responses-chat-stream.js";
+import type { ResponseItem, ResponsesRequest } from "./responses-request.js";
+
+type Json = Record<string, unknown>;
+
+export interface ChatTurn {
+  id: string;
+  req: ResponsesRequest;
+  conversation: ResponseItem[];
+  stored: boolean;
+}
+
+/** Headers of the client's request that the chat path reads. */
+const PASSED_HEADERS = ["x-request-id", "x-routing-key", "x-pd-override", "traceparent", "tracestate"];
+
+export async function viaChat(gw: GatewayContext, request: Request, turn: ChatTurn, headers: Headers): Promise<Response> {
+  const chatHeaders = new Headers({ "content-type": "application/json" });
+  for (const h of PASSED_HEADERS) {
+    const v = request.headers.get(h);
+    if (v !== null) chatHeaders.set(h, v);
+  }
+  const chatBody = responsesToChat(turn.req.body, turn.conversation);
+  const res = await handleGeneration(gw, new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers: chatHeaders, body: JSON.stringify(chatBody) }), "/v1/chat/completions");
+  for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
+  if (res.status !== 200) return new Response(res.body, { status: res.status, headers: res.headers });
+  const createdAt = Math.floor(Date.now() / 1000);
+  const storeTurn = (response: Json) =>
+    gw.responseStore!.put({ id: turn.id, owner: gw.owner, response: JSON.stringify(response), conversation: JSON.stringify(turn.conversation), ttlSecs: gw.config.responses.store_ttl_secs });
+  const finish = (r: Json): Json => ({ ...r, store: turn.stored, previous_response_id: turn.req.previousResponseId ?? null });
+  if (!turn.req.stream) {
+    const response = finish(chatToResponse((await res.json()) as Json, turn.req.body, turn.id, createdAt));
+    if (turn.stored) await storeTurn(response);
+    headers.set("content-type", "application/json");
+    return new Response(JSON.stringify(response), { status: 200, headers });
+  }
+  const writer = new ResponsesEventWriter(turn.req.body, turn.id, createdAt);
+  const split = new EventSplitter();
+  const encoder = new TextEncoder();
+  let ended = false;
+  const events = new TransformStream<Uint8Array, Uint8Array>({
+    start(c) {
+      c.enqueue(encoder.encode(writer.start()));
+    },
+    transform(bytes, c) {
+      if (ended) return;
+      let out = "";
+      for (const ev of split.push(bytes)) {
+        if (ev.data === "[DONE]") {
+          ended = true;
+          out += writer.end();
+          const done = finish(writer.response("completed"));
+          if (turn.stored) gw.waitUntil(storeTurn(done).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
+          break;
+        }
+        const chunk = JSON.parse(ev.data) as Json;
+        if (chunk.error) {
+          ended = true;
+          const e = chunk.error as Json;
+          out += `event: error\ndata: ${JSON.stringify({ type: "error", code: e.code ?? null, message: e.message ?? "", param: e.param ?? null, sequence_number: 0 })}\n\n`;
+          break;
+        }
+        out += writer.chunk(chunk);
+      }
+      if (out !== "") c.enqueue(encoder.encode(out));
+    },
+  });
+  headers.set("content-type", "text/event-stream");
+  headers.set("cache-control", "no-cache");
+  return new Response(res.body!.pipeThrough(events), { status: 200, headers });
+}

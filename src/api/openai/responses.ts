@@ -1,0 +1,204 @@
+// POST /v1/responses for models on openai-http engines, and the stored responses behind GET
+// and DELETE /v1/responses/{id}. The gateway keeps the conversation state (a Durable Object per
+// response, conversations/): a request with previous_response_id is expanded into the whole
+// conversation, and every engine gets `store: false`, so engines stay stateless and any engine
+// can serve the next turn. In PD mode the prefill leg is vLLM's own /v1/responses capped to one
+// token with the NIXL tag (backends/openai-bodies.ts), its handoff relayed to decode, as on chat.
+import type { GatewayContext } from "../../context.js";
+import { GatewayError } from "../../core/errors.js";
+import { viaChat } from "./responses-via-chat.js";
+import { uuidv7 } from "../../core/ids.js";
+import { optional } from "../../core/optional.js";
+import { openAiErrorResponse, sseErrorEvent } from "../../errors/openai.js";
+import { toGatewayError } from "../../errors/render.js";
+import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
+import { prefillDecisionHeader } from "../../pd/skip.js";
+import type { LegStream } from "../../pd/leg.js";
+import { engineRequestIdFor } from "../../routing/client-requests.js";
+import { openAiHttpFamily } from "../../routing/families.js";
+import { noEngineError, runPipeline } from "../../routing/pipeline.js";
+import { readBodyText } from "../../core/body-text.js";
+import { eventRelay, type NamedEvent } from "../event-relay.js";
+import { readLegBody } from "../leg-body.js";
+import { modelAvailability } from "../model-availability.js";
+import { pdOverrideOf } from "../pd-override.js";
+import { requestIdOf } from "../request-id.js";
+import { routedConfig } from "../../context.js";
+import { conversationText, expandConversation } from "./responses-conversation.js";
+import { parseResponsesRequest, type ResponseItem, type ResponsesRequest } from "./responses-request.js";
+
+/** The events after which a Responses stream is over (the SDK's terminal events). */
+const FINAL_EVENTS: ReadonlySet<string> = new Set(["response.completed", "response.incomplete", "response.failed", "error"]);
+
+interface Turn {
+  id: string;
+  req: ResponsesRequest;
+  /** The expanded input the engine got (what the store keeps). */
+  conversation: ResponseItem[];
+  /** Whether this response will be stored. */
+  stored: boolean;
+}
+
+export async function handleResponses(gw: GatewayContext, request: Request): Promise<Response> {
+  const started = Date.now();
+  const headers = new Headers();
+  const ev = { model: "", streaming: false, backend: "none" as "pd" | "regular" | "none" };
+  const record = (status: number, errorCode?: string) =>
+    gw.events.emit({ type: "request", model: ev.model, surface: "openai", endpoint: "/v1/responses", backend: ev.backend, streaming: ev.streaming, status, ...optional("errorCode", errorCode), durationMs: Date.now() - started });
+  try {
+    const req = parseResponsesRequest(await readBodyText(request, gw.config.limits.max_body_bytes));
+    [ev.model, ev.streaming] = [req.model, req.stream];
+    const requestId = requestIdOf(request.headers);
+    headers.set("x-request-id", requestId);
+    const path = servingPath(gw, req.model);
+    const turn = await turnOf(gw, req);
+    if (path === "chat") return await viaChat(gw, request, turn, headers);
+    const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
+    delete engineBody.previous_response_id;
+    const text = JSON.stringify(engineBody);
+    const { stream } = await runPipeline(gw.pipeline(req.model), {
+      job: {
+        model: req.model,
+        surface: "openai",
+        payload: { route: "/v1/responses", text, body: engineBody, stream: req.stream, clientHeaders: request.headers },
+        fanout: 1,
+        hasMmInputs: false,
+        promptTokens: () => estimatePromptTokens(conversationText(req.body.instructions, turn.conversation)),
+        ...optional("override", pdOverrideOf(request.headers, gw.config.debug.allow_pd_overrides)),
+      },
+      family: openAiHttpFamily(gw.isolate),
+      clientRequestId: requestId,
+      requestId: engineRequestIdFor(gw.owner, requestId),
+      owner: gw.owner,
+      ...optional("routingKey", request.headers.get("x-routing-key") ?? undefined),
+      prefixText: () => ({ text: conversationText(req.body.instructions, turn.conversation, 1024) }),
+      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onBackend: (b) => (ev.backend = b),
+    });
+    if (req.stream) return streamed(gw, turn, stream, headers, { started, leg: ev.backend === "regular" ? "engine" : "decode", record });
+    const response = finalResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);
+    if (turn.stored) await store(gw, turn, response);
+    record(200);
+    headers.set("content-type", "application/json");
+    return new Response(JSON.stringify(response), { status: 200, headers });
+  } catch (err) {
+    const e = toGatewayError(err, "Responses API");
+    record(e.status, e.code);
+    return openAiErrorResponse(e, headers);
+  }
+}
+
+/** How the model serves the Responses API: the engines' own /v1/responses, or chat
+ *  completions (VllmEngine engines, where the gateway tokenizes chat; `apis_via_chat`). */
+function servingPath(gw: GatewayContext, model: string): "native" | "chat" {
+  const config = routedConfig(gw);
+  switch (modelAvailability(config, model)) {
+    case "openai":
+      return config.models[model]!.apis_via_chat ? "chat" : "native";
+    case "engine-only":
+      return "chat";
+    default:
+      throw noEngineError(gw, model);
+  }
+}
+
+async function turnOf(gw: GatewayContext, req: ResponsesRequest): Promise<Turn> {
+  let earlier;
+  if (req.previousResponseId !== undefined) {
+    earlier = gw.responseStore ? await gw.responseStore.get(req.previousResponseId, gw.owner) : undefined;
+    if (!earlier) throw notFound(req.previousResponseId, "previous_response_id");
+  }
+  const conversation = expandConversation(earlier, req.input, gw.config.responses.max_conversation_bytes);
+  return { id: `resp_${uuidv7().replaceAll("-", "")}`, req, conversation, stored: req.store && gw.responseStore !== undefined };
+}
+
+function notFound(id: string, param?: string): GatewayError {
+  return new GatewayError("response_not_found", 404, `${param ? `${param}: ` : ""}Response with id '${id}' not found.`, undefined, param);
+}
+
+/** The engine's response object as the client sees it: the gateway's id, what it stored, the
+ *  turn it continues; no KV params. */
+function finalResponse(r: Record<string, unknown>, turn: Turn): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...r, id: turn.id, store: turn.stored, previous_response_id: turn.req.previousResponseId ?? null };
+  delete out.kv_transfer_params;
+  return out;
+}
+
+async function store(gw: GatewayContext, turn: Turn, response: Record<string, unknown>): Promise<void> {
+  await gw.responseStore!.put({ id: turn.id, owner: gw.owner, response: JSON.stringify(response), conversation: JSON.stringify(turn.conversation), ttlSecs: gw.config.responses.store_ttl_secs });
+}
+
+interface StreamScope {
+  started: number;
+  leg: "engine" | "decode";
+  record(status: number, errorCode?: string): void;
+}
+
+function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>, headers: Headers, { started, leg, record }: StreamScope): Response {
+  let firstDeltaAt: number | undefined;
+  let lastDeltaAt: number | undefined;
+  let completed: Record<string, unknown> | undefined;
+  const body = eventRelay(stream, {
+    engine: stream.engine,
+    leg,
+    clientSignal: gw.clientSignal,
+    maxEventBytes: gw.config.bounds.max_sse_event_bytes,
+    now: Date.now,
+    onEvent: (e) => {
+      const type = eventType(e);
+      if (type === "response.output_text.delta" || type === "response.function_call_arguments.delta" || type === "response.reasoning_text.delta") {
+        lastDeltaAt = Date.now();
+        firstDeltaAt ??= lastDeltaAt;
+      }
+      if (!type?.startsWith("response.") || !e.data.includes('"response"')) return e;
+      const json = JSON.parse(e.data) as { response?: Record<string, unknown> };
+      if (typeof json.response !== "object" || json.response === null) return e;
+      json.response = finalResponse(json.response, turn);
+      if (type === "response.completed" || type === "response.incomplete") completed = json.response;
+      return { event: e.event, data: JSON.stringify(json) };
+    },
+    isFinal: (e) => FINAL_EVENTS.has(eventType(e) ?? ""),
+    errorEvent: sseErrorEvent,
+    onEnd: (end) => {
+      record(end.status, end.errorCode);
+      if (end.outcome !== "completed" || !completed) return;
+      if (turn.stored) gw.waitUntil(store(gw, turn, completed).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
+      const usage = completed.usage as { input_tokens?: number; output_tokens?: number } | undefined;
+      gw.events.emit({
+        type: "stream_complete",
+        model: turn.req.model,
+        surface: "openai",
+        endpoint: "/v1/responses",
+        ...optional("ttftMs", firstDeltaAt === undefined ? undefined : firstDeltaAt - started),
+        ...optional("tpotMs", firstDeltaAt !== undefined && lastDeltaAt !== undefined && (usage?.output_tokens ?? 0) > 1 ? (lastDeltaAt - firstDeltaAt) / (usage!.output_tokens! - 1) : undefined),
+        generationMs: Date.now() - started,
+        ...optional("inputTokens", usage?.input_tokens),
+        outputTokens: usage?.output_tokens ?? 0,
+      });
+    },
+  });
+  headers.set("content-type", "text/event-stream");
+  headers.set("cache-control", "no-cache");
+  return new Response(body, { status: 200, headers });
+}
+
+/** The event's type: its `event:` field, else the data's "type" member. */
+function eventType(e: NamedEvent): string | undefined {
+  if (e.event !== undefined) return e.event;
+  const m = /"type"\s*:\s*"([^"]+)"/.exec(e.data);
+  return m?.[1];
+}
+
+/** GET /v1/responses/{id}: the stored response, for the key that stored it. */
+export async function getStoredResponse(gw: GatewayContext, id: string): Promise<Response> {
+  const stored = gw.responseStore ? await gw.responseStore.get(id, gw.owner) : undefined;
+  if (!stored) return openAiErrorResponse(notFound(id));
+  return new Response(stored.response, { status: 200, headers: { "content-type": "application/json" } });
+}
+
+/** DELETE /v1/responses/{id}. */
+export async function deleteStoredResponse(gw: GatewayContext, id: string): Promise<Response> {
+  const deleted = gw.responseStore ? await gw.responseStore.delete(id, gw.owner) : false;
+  if (!deleted) return openAiErrorResponse(notFound(id));
+  return Response.json({ id, object: "response.deleted", deleted: true });
+}
