@@ -38,6 +38,7 @@ export class RequestMetrics {
   private exactPromptTokens: (() => number | undefined) | undefined;
   private backendUsed: RequestBackend = "none";
   private ended = false;
+  private readonly now: () => number;
 
   constructor(
     private readonly events: EventSink,
@@ -49,8 +50,6 @@ export class RequestMetrics {
     this.streamed = o.streamed ?? false;
     this.now = o.now ?? Date.now;
   }
-
-  private readonly now: () => number;
 
   /** The model, as soon as the request names it (a request refused before is recorded with ""). */
   named(model: string, streamed: boolean): void {
@@ -70,10 +69,6 @@ export class RequestMetrics {
 
   backend(b: "pd" | "regular"): void {
     this.backendUsed = b;
-  }
-
-  get done(): boolean {
-    return this.ended;
   }
 
   /** The request's end, once: its `request` event, and for a stream sent whole (status
