@@ -99,6 +99,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
   mountDevMetrics(app, isolate); // dev only (DEV_METRICS=on): GET /admin/metrics/recent, points teed into a ring
 
   app.use("*", async (c, next) => {
+    const arrivedAt = Date.now();
     let config;
     try {
       config = loadConfig(c.env.GATEWAY_CONFIG);
@@ -112,6 +113,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
     const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS, { counters: isolate.metrics.counters }), clientSignal: c.req.raw.signal, waitUntil };
     const gateway: GatewayContext = {
+      arrivedAt,
       config,
       routing: isolate.registry.snapshot(c.env, config, waitUntil),
       isolate,

@@ -8,6 +8,9 @@ import type { PipelineContext } from "./routing/pipeline.js";
 import type { RoutingSnapshot } from "./routing/snapshot.js";
 
 export interface GatewayContext {
+  /** When the request reached the gateway (epoch ms), before any middleware: where TTFT and
+   *  every request duration start (api/request-metrics.ts). */
+  arrivedAt: number;
   config: LoadedConfig;
   /** Engines to route to (config merged with the registry) and their shared health/breakers. */
   routing: RoutingSnapshot;

@@ -4,27 +4,15 @@
 import { GatewayError } from "../core/errors.js";
 import { LegFailure, type LegSpec, type LegTransport } from "../core/leg-transport.js";
 import type { EngineKvMeta } from "../core/kv-meta.js";
-import type { EngineTarget, SkipReason, Surface } from "../core/types.js";
+import type { EngineTarget, SkipReason } from "../core/types.js";
 import type { EventSink } from "../metrics/events.js";
 import { drainPrefill, endedByClient, openLeg, type LegContext, type LegStream, type OpenLegOptions } from "./leg.js";
 import { decodeFailoverAllowed } from "./failover.js";
 import { legTimeoutMs } from "./deadline.js";
-import { planDecodeKv, planPd, type PdOverride, type PlanInputs } from "./plan.js";
+import { planDecodeKv, planPd, type PlanInputs } from "./plan.js";
+import type { GenerationJob } from "./job.js";
 
-/** A client request, normalised by its surface: what the executor and the plan need. */
-export interface GenerationJob<P> {
-  model: string;
-  surface: Surface;
-  /** The request in the transport's own form (a GenerateRequest, an OpenAI body). */
-  payload: P;
-  /** Sequences asked for: n, times the prompts of a batched completions request. */
-  fanout: number;
-  hasMmInputs: boolean;
-  override?: PdOverride;
-  /** Prompt length for the decider: exact token ids where the gateway has them, else
-   *  estimated. A function: it is only worked out when a threshold is set. */
-  promptTokens?(): number;
-}
+export type { GenerationJob } from "./job.js";
 
 export interface JobEngine {
   target: EngineTarget;
@@ -99,7 +87,8 @@ async function runPd<P, F>(
     ...(job.override !== undefined ? { override: job.override } : {}),
     decider: {
       ...engines.decider,
-      ...((engines.decider?.decodeOnlyMaxPromptTokens ?? 0) > 0 && job.promptTokens ? { promptTokens: job.promptTokens() } : {}),
+      // Worked out only when a threshold is set (an estimate reads the whole prompt).
+      ...((engines.decider?.decodeOnlyMaxPromptTokens ?? 0) > 0 ? { promptTokens: job.promptTokens().count } : {}),
     },
   });
   ctx.onDecision?.(plan.skipReason);

@@ -43,18 +43,10 @@ export interface EngineFamily<P, F> {
   kvMeta(engine: EngineConfig, leg: "prefill" | "decode"): Promise<EngineKvMeta>;
 }
 
+/** A job and how to run it. The hooks are the surface's: they render, they decide nothing. */
 export interface PipelineRequest<P, F> {
   job: GenerationJob<P>;
   family: EngineFamily<P, F>;
-  /** The client's id for its request (what its Abort names). */
-  clientRequestId: string;
-  /** The engine-side id: attempt 1 uses it, attempt n adds "-n". */
-  requestId: string;
-  /** The data-plane credential the request came with (Abort scoping). */
-  owner: string;
-  routingKey?: string;
-  /** The prompt for prefix-affinity policies; only computed when a policy uses it. */
-  prefixText?(): { text?: string; tokens?: readonly number[] };
   onDecision?(skipReason: SkipReason | undefined): void;
   onBackend?(backend: "pd" | "regular"): void;
 }
@@ -79,7 +71,7 @@ interface AttemptHistory {
 export async function runPipeline<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>): Promise<PipelineResult<F>> {
   // Tracked for the client's Abort call from the start to the end of its stream, across
   // attempts and decode failover: the call reaches whichever legs run then.
-  const tracked = ctx.isolate.clientRequests.track(req.clientRequestId, req.owner);
+  const tracked = ctx.isolate.clientRequests.track(req.job.ids.client, req.job.ids.owner);
   try {
     return await attempts(ctx, req, tracked);
   } catch (err) {
@@ -94,7 +86,7 @@ async function attempts<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, 
   const retry: RetryState = { attempts: 0, backoffSpentMs: 0 };
   for (;;) {
     retry.attempts++;
-    const engineRequestId = retry.attempts === 1 ? req.requestId : `${req.requestId}-${retry.attempts}`;
+    const engineRequestId = retry.attempts === 1 ? req.job.ids.engine : `${req.job.ids.engine}-${retry.attempts}`;
     try {
       // Aborted between attempts: no engine holds the request, so nothing is sent.
       if (tracked.abortRequested.aborted) throw requestAbortedError();
@@ -106,7 +98,7 @@ async function attempts<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, 
       if (err.retryable === false) throw err;
       const wait = nextRetryDelay(err.status, false, { ...retry, elapsedMs: Date.now() - started }, ctx.config.retry);
       if (wait === undefined) throw err;
-      console.warn(JSON.stringify({ msg: "retrying request", requestId: req.requestId, attempt: retry.attempts, engine: err.engine, status: err.status, code: err.code, waitMs: wait }));
+      console.warn(JSON.stringify({ msg: "retrying request", requestId: req.job.ids.engine, attempt: retry.attempts, engine: err.engine, status: err.status, code: err.code, waitMs: wait }));
       history.last = err;
       retry.backoffSpentMs += wait;
       await delay(wait);
@@ -164,8 +156,8 @@ function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, e
     counters: ctx.isolate.roundRobin,
     exclude,
     never,
-    ...(req.routingKey !== undefined ? { routingKey: req.routingKey } : {}),
-    prefixKey: () => (req.prefixText ? prefixKeyOf(req.prefixText()) : undefined),
+    ...(req.job.routingKey !== undefined ? { routingKey: req.job.routingKey } : {}),
+    prefixKey: () => prefixKeyOf(req.job.prompt()),
     onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
   };
 }

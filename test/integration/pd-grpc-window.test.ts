@@ -15,6 +15,7 @@ import { testGateway } from "../support/gateway.js";
 import { eventually, startTestCluster, type TestCluster } from "../support/sim.js";
 import { expectNoPinnedBlocks, generate, pairConfig, pairSpecs } from "../support/pd-fixtures.js";
 import { tokenize } from "../../sim/tokens.js";
+import { testJob } from "../support/job.js";
 
 const PROMPT = "the window between the legs";
 let cluster: TestCluster | undefined;
@@ -45,13 +46,7 @@ it("a disconnect right after prefill finished still dispatches decode with the h
   await expect(
     runAttempt(
       transport,
-      {
-        model: "m",
-        surface: "engine",
-        payload: create(GenerateRequestSchema, { requestId: "window", input: { case: "text", value: PROMPT }, stream: true }),
-        fanout: 1,
-        hasMmInputs: false,
-      },
+      testJob({ model: "m", surface: "engine", endpoint: "generate", payload: create(GenerateRequestSchema, { requestId: "window", input: { case: "text", value: PROMPT }, stream: true }) }),
       {
         prefill: { target: { name: "prefill", url: cluster.url("prefill"), transport: "connect" }, meta: { kvConnector: "NixlConnector", bootstrapHost: "127.0.0.1" } },
         decode: { target: { name: "decode", url: cluster.url("decode"), transport: "connect" }, meta: { bootstrapHost: "127.0.0.1" } },

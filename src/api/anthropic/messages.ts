@@ -6,63 +6,59 @@
 import { routedConfig, type GatewayContext } from "../../context.js";
 import { readBodyText } from "../../core/body-text.js";
 import { errorText, GatewayError, UpstreamStatusError } from "../../core/errors.js";
-import { optional } from "../../core/optional.js";
 import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErrorMessage } from "../../backends/openai-http.js";
 import { anthropicErrorEvent, anthropicErrorResponse } from "../../errors/anthropic.js";
 import { toGatewayError } from "../../errors/render.js";
 import type { LegStream } from "../../pd/leg.js";
-import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
-import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { OPENAI_HTTP_TRANSPORTS, openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { enginesOf } from "../../routing/select.js";
 import { eventRelay, type NamedEvent } from "../event-relay.js";
+import { buildJob } from "../job.js";
+import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
-import { pdOverrideOf } from "../pd-override.js";
 import { requestIdOf } from "../request-id.js";
-import { messagesText, parseMessagesRequest, type MessagesRequest } from "./request.js";
+import { messagesText, parseMessagesRequest } from "./request.js";
 
 export async function handleMessages(gw: GatewayContext, request: Request): Promise<Response> {
-  const started = Date.now();
+  const metrics = new RequestMetrics(gw.events, "anthropic", "/v1/messages", gw.arrivedAt);
   const headers = new Headers();
-  const ev = { model: "", streaming: false, backend: "none" as "pd" | "regular" | "none" };
-  const record = (status: number, errorCode?: string) =>
-    gw.events.emit({ type: "request", model: ev.model, surface: "anthropic", endpoint: "/v1/messages", backend: ev.backend, streaming: ev.streaming, status, ...optional("errorCode", errorCode), durationMs: Date.now() - started });
   try {
     const req = parseMessagesRequest(await readBodyText(request, gw.config.limits.max_body_bytes));
-    [ev.model, ev.streaming] = [req.model, req.stream];
+    metrics.named(req.model, req.stream);
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
     refuseUnlessServed(gw, req.model);
-    const { stream } = await runPipeline(gw.pipeline(req.model), {
-      job: {
-        model: req.model,
-        surface: "anthropic",
-        payload: { route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, clientHeaders: request.headers },
-        fanout: 1,
-        hasMmInputs: false,
-        promptTokens: () => estimatePromptTokens(messagesText(req.body)),
-        ...optional("override", pdOverrideOf(request.headers, gw.config.debug.allow_pd_overrides)),
-      },
-      family: openAiHttpFamily(gw.isolate),
+    const job = buildJob(gw, {
+      model: req.model,
+      surface: "anthropic",
+      endpoint: "/v1/messages",
+      payload: { route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, clientHeaders: request.headers },
+      prompt: () => ({ text: messagesText(req.body) }),
+      fanout: 1,
+      hasMmInputs: false,
+      streamed: req.stream,
       clientRequestId: requestId,
-      requestId: engineRequestIdFor(gw.owner, requestId),
-      owner: gw.owner,
-      ...optional("routingKey", request.headers.get("x-routing-key") ?? undefined),
-      prefixText: () => ({ text: messagesText(req.body, 1024) }),
-      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-      onBackend: (b) => (ev.backend = b),
+      headers: request.headers,
     });
-    if (req.stream) return streamed(gw, req, stream, headers, { started, leg: ev.backend === "regular" ? "engine" : "decode", record });
+    metrics.forJob(job);
+    let backend: "pd" | "regular" = "regular";
+    const { stream } = await runPipeline(gw.pipeline(req.model), {
+      job,
+      family: openAiHttpFamily(gw.isolate),
+      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onBackend: (b) => metrics.backend((backend = b)),
+    });
+    if (req.stream) return streamed(gw, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
     const body = await readLegBody(stream, gw.clientSignal);
-    record(200);
+    metrics.end(200);
     headers.set("content-type", "application/json");
     return new Response(body, { status: 200, headers });
   } catch (err) {
     const e = toGatewayError(err, "Messages API");
-    record(e.status, e.code);
+    metrics.end(e.status, e.code);
     return anthropicErrorResponse(e, headers);
   }
 }
@@ -79,14 +75,13 @@ function refuseUnlessServed(gw: GatewayContext, model: string): void {
 }
 
 interface StreamScope {
-  started: number;
   leg: "engine" | "decode";
-  record(status: number, errorCode?: string): void;
+  metrics: RequestMetrics;
 }
 
-function streamed(gw: GatewayContext, req: MessagesRequest, stream: LegStream<Uint8Array>, headers: Headers, { started, leg, record }: StreamScope): Response {
-  let firstDeltaAt: number | undefined;
-  let lastDeltaAt: number | undefined;
+function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: Headers, { leg, metrics }: StreamScope): Response {
+  let firstOutputAt: number | undefined;
+  let lastOutputAt: number | undefined;
   let inputTokens: number | undefined;
   let outputTokens = 0;
   const body = eventRelay(stream, {
@@ -98,8 +93,8 @@ function streamed(gw: GatewayContext, req: MessagesRequest, stream: LegStream<Ui
     onEvent: (e) => {
       const type = eventType(e);
       if (type === "content_block_delta") {
-        lastDeltaAt = Date.now();
-        firstDeltaAt ??= lastDeltaAt;
+        lastOutputAt = Date.now();
+        firstOutputAt ??= lastOutputAt;
       } else if (type === "message_start" || type === "message_delta") {
         const json = JSON.parse(e.data) as { message?: { usage?: Usage }; usage?: Usage };
         const usage = json.message?.usage ?? json.usage;
@@ -113,21 +108,7 @@ function streamed(gw: GatewayContext, req: MessagesRequest, stream: LegStream<Ui
       return type === "message_stop" || type === "error";
     },
     errorEvent: anthropicErrorEvent,
-    onEnd: (end) => {
-      record(end.status, end.errorCode);
-      if (end.outcome !== "completed") return;
-      gw.events.emit({
-        type: "stream_complete",
-        model: req.model,
-        surface: "anthropic",
-        endpoint: "/v1/messages",
-        ...optional("ttftMs", firstDeltaAt === undefined ? undefined : firstDeltaAt - started),
-        ...optional("tpotMs", firstDeltaAt !== undefined && lastDeltaAt !== undefined && outputTokens > 1 ? (lastDeltaAt - firstDeltaAt) / (outputTokens - 1) : undefined),
-        generationMs: Date.now() - started,
-        ...optional("inputTokens", inputTokens),
-        outputTokens,
-      });
-    },
+    onEnd: (end) => metrics.end(end.status, end.errorCode, { firstOutputAt, lastOutputAt, outputTokens, inputTokens }),
   });
   headers.set("content-type", "text/event-stream");
   headers.set("cache-control", "no-cache");

@@ -1,16 +1,14 @@
-// Generate on the VllmEngine surface: a thin adapter. The client's GenerateRequest becomes a
-// generation job; the pipeline (routing/pipeline.ts) selects, runs and retries it; the
-// frames go back to the client as they come. One `request` event per client request.
+// Generate on the VllmEngine surface: build the job, run the pipeline, render the result. The
+// client's GenerateRequest becomes the job (api/job.ts); the pipeline (routing/pipeline.ts)
+// selects, runs and retries it; the frames go back to the client as they come. The metrics
+// writer (api/request-metrics.ts) records one `request` event per client request.
 import { Code, type HandlerContext } from "@connectrpc/connect";
 import type { GenerateRequest, GenerateResponse } from "../../gen/vllm_engine_pb.js";
 import { GatewayError, httpStatusForCode } from "../../core/errors.js";
 import { uuidv7 } from "../../core/ids.js";
-import { optional } from "../../core/optional.js";
 import { normaliseN, prefillDecisionHeader } from "../../pd/skip.js";
-import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import { runPipeline } from "../../routing/pipeline.js";
 import { enginesOf } from "../../routing/select.js";
-import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { vllmEngineFamily } from "../../routing/families.js";
 import { checkClientRequest } from "./client-request.js";
 import { contextWindowError, outputCapError } from "../context-window.js";
@@ -19,7 +17,8 @@ import { VLLM_ENGINE_TRANSPORTS } from "../../routing/families.js";
 import type { GatewayContext } from "../../context.js";
 import { errorCodeOf, toConnectError } from "./errors.js";
 import { gatewayOf, modelOf } from "./gateway-of.js";
-import { pdOverrideOf } from "../pd-override.js";
+import { buildJob } from "../job.js";
+import { RequestMetrics } from "../request-metrics.js";
 import { StreamTiming } from "./stream-timing.js";
 import { headLatchKey } from "./early-head.js";
 import { rawHandoverKey, type RawHandover } from "./raw-handover.js";
@@ -29,43 +28,42 @@ import type { RawLeg } from "../../pd/leg.js";
 
 export async function* generate(req: GenerateRequest, ctx: HandlerContext): AsyncIterable<GenerateResponse> {
   const gw = gatewayOf(ctx);
-  const started = Date.now();
-  let model = "";
-  let backend: "pd" | "regular" | "none" = "none";
+  const metrics = new RequestMetrics(gw.events, "engine", "generate", gw.arrivedAt, { streamed: req.stream });
+  const timing = new StreamTiming({ streamed: req.stream });
   let status = 200;
   let errorCode: string | undefined;
-  const timing = new StreamTiming(started, { sequences: normaliseN(req.samplingParams?.n), streamed: req.stream });
   let completed = false;
   try {
-    model = modelOf(gw, ctx);
+    const model = modelOf(gw, ctx);
+    metrics.named(model, req.stream);
     const checked = checkClientRequest(req, { maxN: gw.config.limits.max_n }, () => `gen-${uuidv7()}`);
     if (!checked.ok) throw new GatewayError("invalid_request", 400, checked.message, Code.InvalidArgument, checked.field);
     const request = checked.request;
     refuseBeyondContext(gw, model, request);
+    const job = buildJob(gw, {
+      model,
+      surface: "engine",
+      endpoint: "generate",
+      payload: request,
+      prompt: () => (request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value ?? "" }),
+      fanout: normaliseN(request.samplingParams?.n),
+      hasMmInputs: request.mmInputs !== undefined,
+      streamed: request.stream,
+      clientRequestId: request.requestId,
+      headers: ctx.requestHeader,
+    });
+    metrics.forJob(job);
     const handover = ctx.values.get(rawHandoverKey);
     const family = vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms);
     const result = await runPipeline(gw.pipeline(model), {
-      job: {
-        model,
-        surface: "engine",
-        payload: request,
-        fanout: normaliseN(request.samplingParams?.n),
-        hasMmInputs: request.mmInputs !== undefined,
-        promptTokens: () => (request.input.case === "tokenized" ? request.input.value.inputIds.length : estimatePromptTokens(request.input.value ?? "")),
-        ...optional("override", pdOverrideOf(ctx.requestHeader, gw.config.debug.allow_pd_overrides)),
-      },
+      job,
       family: handover ? { ...family, transport: withRawBodies(family.transport, handover.protocol, gw.isolate.engines) } : family,
-      clientRequestId: request.requestId,
-      requestId: engineRequestIdFor(gw.owner, request.requestId),
-      owner: gw.owner,
-      ...optional("routingKey", ctx.requestHeader.get("x-routing-key") ?? undefined),
-      prefixText: () => (request.input.case === "tokenized" ? { tokens: request.input.value.inputIds } : { text: request.input.value ?? "" }),
       onDecision: (reason) => {
         ctx.responseHeader.set("x-pd-prefill", prefillDecisionHeader(reason));
         // The head is final now: let the router send it (early-head.ts).
         ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
       },
-      onBackend: (b) => (backend = b),
+      onBackend: (b) => metrics.backend(b),
     });
     const { stream } = result;
     const raw = handover && stream.detachRaw?.();
@@ -101,18 +99,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
       status = 499;
       errorCode = "client_cancelled";
     }
-    gw.events.emit({
-      type: "request",
-      model,
-      surface: "engine",
-      endpoint: "generate",
-      backend,
-      streaming: req.stream,
-      status,
-      ...(errorCode !== undefined ? { errorCode } : {}),
-      durationMs: Date.now() - started,
-    });
-    if (completed && req.stream) gw.events.emit(timing.event({ model, surface: "engine", endpoint: "generate" }));
+    metrics.end(status, errorCode, completed ? timing.stats() : undefined);
   }
 }
 

@@ -1,6 +1,7 @@
 // OpenAI chat/completions for a model served by VllmEngine engines (ARCHITECTURE decision 12):
-// the gateway tokenizes. A thin adapter of the one pipeline, like api/engine/generate.ts: the
-// body becomes a GenerateRequest with token ids and SamplingParams, everything the gateway can
+// the gateway tokenizes. Build the job, run the pipeline, render the result, like
+// api/engine/generate.ts: the body becomes a job (api/job.ts) whose payload is a
+// GenerateRequest with token ids and SamplingParams, everything the gateway can
 // refuse is refused before any engine work (the context window included), the pipeline
 // selects, runs (prefill skipped for n > 1) and retries, and the frames go back as OpenAI JSON
 // or SSE built by the gateway's detokenizer.
@@ -9,14 +10,11 @@ import { routedConfig, type GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
 import { optional } from "../../core/optional.js";
 import type { EngineConfig } from "../../config/schema.js";
-import { GenerateRequestSchema } from "../../gen/vllm_engine_pb.js";
-import type { OpenAiRoute } from "../../backends/openai-bodies.js";
+import { GenerateRequestSchema, type GenerateResponse } from "../../gen/vllm_engine_pb.js";
 import { TokenizerBundles, type ModelTokenizer } from "../../backends/tokenizer-bundles.js";
 import type { IsolateState } from "../../routing/isolate.js";
-import type { PdOverride } from "../../pd/plan.js";
+import type { LegStream } from "../../pd/leg.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
-import { tpotMs } from "../../metrics/tpot.js";
-import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { VLLM_ENGINE_TRANSPORTS, vllmEngineFamily } from "../../routing/families.js";
 import { runPipeline } from "../../routing/pipeline.js";
 import { SamplingParamError } from "../../tokenizer/errors.js";
@@ -26,17 +24,16 @@ import { contextWindowError, maxTokensField } from "../context-window.js";
 import { chatPrompt, completionPrompt, type EnginePrompt } from "./engine-prompt.js";
 import { refuseUnsupportedFields } from "./engine-fields.js";
 import { engineJsonResult, engineSseBody, type EngineStreamEnd } from "./engine-response.js";
+import { buildJob } from "../job.js";
+import type { OutputStats, RequestMetrics } from "../request-metrics.js";
 import type { OpenAiRequest } from "./request.js";
 
 export interface EngineGenerationScope {
   requestId: string;
   /** Response headers set so far (x-request-id); x-pd-prefill is added here. */
   headers: Headers;
-  override: PdOverride | undefined;
-  started: number;
-  onBackend(backend: "pd" | "regular"): void;
-  /** The `request` event, once. */
-  record(status: number, errorCode?: string): void;
+  /** The request's metrics writer: its `request` (and `stream_complete`) event, once. */
+  metrics: RequestMetrics;
 }
 
 /** The model's VllmEngine engines in the order to ask for its tokenizer: the engines that
@@ -47,8 +44,24 @@ export function tokenizerEngines(gw: GatewayContext, model: string): EngineConfi
   return [...pools.regular, ...pools.decode, ...pools.prefill].filter((e) => VLLM_ENGINE_TRANSPORTS.has(e.transport));
 }
 
-export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, s: EngineGenerationScope): Promise<Response> {
-  const chat = route === "/v1/chat/completions";
+export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, clientHeaders: Headers, s: EngineGenerationScope): Promise<Response> {
+  const { job, plan, tokenizer } = await engineJob(gw, p, clientHeaders, s.requestId);
+  s.metrics.forJob(job);
+  const { stream } = await runPipeline(gw.pipeline(p.model), {
+    job,
+    family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
+    onDecision: (reason) => s.headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+    onBackend: (b) => s.metrics.backend(b),
+  });
+  const chat = p.route === "/v1/chat/completions";
+  const head = { api: chat ? "chat" : "completions", id: `${chat ? "chatcmpl" : "cmpl"}-${s.requestId}`, created: Math.floor(Date.now() / 1000), model: p.model } as const;
+  return render(gw, stream, new OpenAiResponseBuilder(head, plan, tokenizer), plan, s);
+}
+
+/** The job: the prompt rendered and tokenized with the engine's tokenizer, SamplingParams
+ *  planned, everything the gateway can refuse refused (the context window included). */
+async function engineJob(gw: GatewayContext, p: OpenAiRequest, clientHeaders: Headers, requestId: string) {
+  const chat = p.route === "/v1/chat/completions";
   refuseUnsupportedFields(chat ? "chat" : "completions", p.body);
   const tok = await tokenizersOf(gw.isolate).get({
     model: p.model,
@@ -60,35 +73,28 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
   const limits = maxPromptBytes === undefined ? {} : { maxPromptBytes };
   const prompt = chat ? await chatPrompt(p, tok, limits) : await completionPrompt(p, tok, limits);
   const plan = planOf(chat, p.body, prompt, tok, gw.config.limits.max_n);
-
-  const { stream } = await runPipeline(gw.pipeline(p.model), {
-    job: {
-      model: p.model,
-      surface: "openai",
-      payload: create(GenerateRequestSchema, {
-        requestId: s.requestId,
-        input: { case: "tokenized", value: { originalText: prompt.text, inputIds: prompt.ids } },
-        samplingParams: plan.samplingParams,
-        stream: plan.stream,
-      }),
-      fanout: plan.n,
-      hasMmInputs: false,
-      ...optional("override", s.override),
-    },
-    family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
-    clientRequestId: s.requestId,
-    requestId: engineRequestIdFor(gw.owner, s.requestId),
-    owner: gw.owner,
-    prefixText: () => ({ tokens: prompt.ids }),
-    onDecision: (reason) => s.headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-    onBackend: s.onBackend,
+  const job = buildJob(gw, {
+    model: p.model,
+    surface: "openai",
+    endpoint: p.route,
+    payload: create(GenerateRequestSchema, {
+      requestId,
+      input: { case: "tokenized", value: { originalText: prompt.text, inputIds: prompt.ids } },
+      samplingParams: plan.samplingParams,
+      stream: plan.stream,
+    }),
+    prompt: () => ({ tokens: prompt.ids }),
+    fanout: plan.n,
+    hasMmInputs: false,
+    streamed: plan.stream,
+    clientRequestId: requestId,
+    headers: clientHeaders,
   });
+  return { job, plan, tokenizer: tok.tokenizer };
+}
 
-  const builder = new OpenAiResponseBuilder(
-    { api: chat ? "chat" : "completions", id: `${chat ? "chatcmpl" : "cmpl"}-${s.requestId}`, created: Math.floor(Date.now() / 1000), model: p.model },
-    plan,
-    tok.tokenizer,
-  );
+/** The frames as OpenAI SSE events while they come, or as one JSON answer. */
+async function render(gw: GatewayContext, stream: LegStream<GenerateResponse>, builder: OpenAiResponseBuilder, plan: SamplingPlan, s: EngineGenerationScope): Promise<Response> {
   if (plan.stream) {
     s.headers.set("content-type", "text/event-stream");
     s.headers.set("cache-control", "no-cache");
@@ -97,17 +103,20 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
       leg: "decode",
       clientSignal: gw.clientSignal,
       now: Date.now,
-      onEnd: (end) => {
-        s.record(end.status, end.errorCode);
-        if (end.outcome === "completed") emitStreamComplete(gw, p, route, s.started, plan.n, end);
-      },
+      onEnd: (end) => s.metrics.end(end.status, end.errorCode, outputStatsOf(end)),
     });
     return new Response(body, { status: 200, headers: s.headers });
   }
   const result = await engineJsonResult(stream, builder, plan.n, gw.clientSignal);
-  s.record(200);
+  s.metrics.end(200);
   s.headers.set("content-type", "application/json");
   return new Response(JSON.stringify(result), { status: 200, headers: s.headers });
+}
+
+/** What the SSE body sent, for the metrics writer: the first and last text events, and the
+ *  usage the builder counted (core/usage.ts). */
+function outputStatsOf(end: EngineStreamEnd): OutputStats {
+  return { firstOutputAt: end.firstTextAt, lastOutputAt: end.lastTextAt, outputTokens: end.usage.completion_tokens, inputTokens: end.usage.prompt_tokens };
 }
 
 /** SamplingParams for the request, after the context-window check (a 400 naming the field). */
@@ -132,22 +141,6 @@ function planOf(chat: boolean, body: Record<string, unknown>, prompt: EngineProm
     if (err instanceof SamplingParamError) throw new GatewayError("invalid_request", 400, err.message, undefined, err.field);
     throw err;
   }
-}
-
-function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, route: OpenAiRoute, started: number, n: number, end: EngineStreamEnd): void {
-  const outputTokens = end.usage.completion_tokens;
-  const tpot = end.firstTextAt !== undefined && end.lastTextAt !== undefined ? tpotMs(end.firstTextAt, end.lastTextAt, outputTokens, n) : undefined;
-  gw.events.emit({
-    type: "stream_complete",
-    model: p.model,
-    surface: "openai",
-    endpoint: route,
-    ...(end.firstTextAt !== undefined ? { ttftMs: end.firstTextAt - started } : {}),
-    ...(tpot !== undefined ? { tpotMs: tpot } : {}),
-    generationMs: Date.now() - started,
-    inputTokens: end.usage.prompt_tokens,
-    outputTokens,
-  });
 }
 
 /** The isolate's tokenizer cache, created on the first request that needs one. */

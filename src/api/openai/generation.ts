@@ -1,8 +1,9 @@
-// POST /v1/chat/completions and /v1/completions: a thin adapter. A model served by VllmEngine
-// engines goes to engine-generation.ts (the gateway tokenizes). Otherwise the client's JSON becomes a
-// generation job; the pipeline (routing/pipeline.ts) selects, runs and retries it; the
-// engine's answer goes back as it comes (event by event) or whole. One `request` event per
-// client request, whatever happens.
+// POST /v1/chat/completions and /v1/completions: build the job, run the pipeline, render the
+// result. A model served by VllmEngine engines goes to engine-generation.ts (the gateway
+// tokenizes). Otherwise the client's JSON becomes the job (api/job.ts); the pipeline
+// (routing/pipeline.ts) selects, runs and retries it; the engine's answer goes back as it
+// comes (event by event) or whole. The metrics writer (api/request-metrics.ts) records one
+// `request` event per client request, whatever happens.
 import { routedConfig, type GatewayContext } from "../../context.js";
 import { concatBytes } from "../../core/body.js";
 import { clientCancelledError, errorText, GatewayError, UpstreamStatusError } from "../../core/errors.js";
@@ -10,19 +11,17 @@ import { optional } from "../../core/optional.js";
 import { relayResponseHeaders } from "../../backends/openai-http.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
-import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import type { LegStream } from "../../pd/leg.js";
-import { tpotMs } from "../../metrics/tpot.js";
-import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
-import { pdOverrideOf } from "../pd-override.js";
+import { buildJob } from "../job.js";
+import { RequestMetrics, type OutputStats } from "../request-metrics.js";
 import { openAiErrorResponse, sseErrorResponse } from "../../errors/openai.js";
 import { toGatewayError } from "../../errors/render.js";
 import { modelAvailability } from "./models.js";
-import { sseRelay, type RelayEnd } from "./relay.js";
+import { sseRelay, type RelayStats } from "./relay.js";
 import { refuseBeyondHttpContext } from "./http-context.js";
-import { fanoutWidth, parseOpenAiRequest, promptText, type OpenAiRequest } from "./request.js";
+import { fanoutWidth, jobPromptOf, parseOpenAiRequest, type OpenAiRequest } from "./request.js";
 import { readBodyText } from "../../core/body-text.js";
 import { requestIdOf } from "../request-id.js";
 
@@ -48,98 +47,86 @@ function servingPath(gw: GatewayContext, model: string): "openai-http" | "vllm-e
 }
 
 export async function handleGeneration(gw: GatewayContext, req: Request, route: OpenAiRoute): Promise<Response> {
-  const started = Date.now();
+  const metrics = new RequestMetrics(gw.events, "openai", route, gw.arrivedAt);
   const headers = new Headers();
-  let parsed: OpenAiRequest | undefined;
-  const seen: { backend: "pd" | "regular" | "none" } = { backend: "none" };
-  let recorded = false;
-  const record = (status: number, errorCode?: string) => {
-    if (recorded) return;
-    recorded = true;
-    gw.events.emit({
-      type: "request",
-      model: parsed?.model ?? "",
-      surface: "openai",
-      endpoint: route,
-      backend: seen.backend,
-      streaming: parsed?.stream ?? false,
-      status,
-      ...(errorCode !== undefined ? { errorCode } : {}),
-      durationMs: Date.now() - started,
-    });
-  };
-
+  let streamed = false;
   try {
-    parsed = parseOpenAiRequest(route, await readBodyText(req, gw.config.limits.max_body_bytes), gw.config.limits.max_n);
-    const p = parsed;
+    const p = parseOpenAiRequest(route, await readBodyText(req, gw.config.limits.max_body_bytes), gw.config.limits.max_n);
+    streamed = p.stream;
+    metrics.named(p.model, p.stream);
     const requestId = requestIdOf(req.headers);
     headers.set("x-request-id", requestId);
-    const override = pdOverrideOf(req.headers, gw.config.debug.allow_pd_overrides);
     if (servingPath(gw, p.model) === "vllm-engine") {
-      return await (await loadEngineGeneration()).handleEngineGeneration(gw, p, route, {
-        requestId,
-        headers,
-        override,
-        started,
-        onBackend: (b) => (seen.backend = b),
-        record,
-      });
+      return await (await loadEngineGeneration()).handleEngineGeneration(gw, p, req.headers, { requestId, headers, metrics });
     }
     refuseBeyondHttpContext(gw, p);
-    const { stream } = await runPipeline(gw.pipeline(p.model), {
-      job: {
-        model: p.model,
-        surface: "openai",
-        payload: { route, text: p.text, body: p.body, stream: p.stream, clientHeaders: req.headers },
-        fanout: fanoutWidth(route, p.body),
-        // Both HTTP legs get the full body: multimodal content never depends on prefill.
-        hasMmInputs: false,
-        promptTokens: () => (isTokenIds(p.body.prompt) ? p.body.prompt.length : estimatePromptTokens(promptText(p, Infinity) ?? "")),
-        ...optional("override", override),
-      },
-      family: openAiHttpFamily(gw.isolate),
+    const job = buildJob(gw, {
+      model: p.model,
+      surface: "openai",
+      endpoint: route,
+      payload: { route, text: p.text, body: p.body, stream: p.stream, clientHeaders: req.headers },
+      prompt: () => jobPromptOf(p),
+      fanout: fanoutWidth(route, p.body),
+      // Both HTTP legs get the full body: multimodal content never depends on prefill.
+      hasMmInputs: false,
+      streamed: p.stream,
       clientRequestId: requestId,
-      requestId: engineRequestIdFor(gw.owner, requestId),
-      owner: gw.owner,
-      ...optional("routingKey", req.headers.get("x-routing-key") ?? undefined),
-      prefixText: () => ({ text: promptText(p) }),
-      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-      onBackend: (b) => (seen.backend = b),
+      headers: req.headers,
     });
-
-    const out = relayResponseHeaders(stream.headers());
-    // The gateway's own headers: the request id and the PD decision (no iteration needed).
-    out.set("x-request-id", requestId);
-    const decision = headers.get("x-pd-prefill");
-    if (decision !== null) out.set("x-pd-prefill", decision);
-    if (p.stream) {
-      const body = await sseRelay(stream, {
-        native: gw.routing.models[p.model]?.sse_relay === "native",
-        waitUntil: gw.waitUntil,
-        ...optional("engine", stream.engine),
-        maxEventBytes: gw.config.bounds.max_sse_event_bytes,
-        leg: seen.backend === "regular" ? "engine" : "decode",
-        clientSignal: gw.clientSignal,
-        now: Date.now,
-        onEnd: (end) => {
-          record(end.status, end.errorCode);
-          if (end.outcome === "completed") emitStreamComplete(gw, p, started, end);
-        },
-      });
-      return new Response(body, { status: 200, headers: out });
-    }
-    const body = await passThrough(gw, stream);
-    record(200);
-    return new Response(body, { status: 200, headers: out });
+    metrics.forJob(job);
+    let backend: "pd" | "regular" = "regular";
+    const { stream } = await runPipeline(gw.pipeline(p.model), {
+      job,
+      family: openAiHttpFamily(gw.isolate),
+      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onBackend: (b) => metrics.backend((backend = b)),
+    });
+    return await render(gw, p, stream, { requestId, headers, metrics, leg: backend === "regular" ? "engine" : "decode" });
   } catch (err) {
     const e = toGatewayError(err, "OpenAI surface");
-    record(e.status, e.code);
-    return parsed?.stream && e instanceof UpstreamStatusError ? sseErrorResponse(e, headers) : openAiErrorResponse(e, headers);
+    metrics.end(e.status, e.code);
+    return streamed && e instanceof UpstreamStatusError ? sseErrorResponse(e, headers) : openAiErrorResponse(e, headers);
   }
 }
 
-function isTokenIds(prompt: unknown): prompt is number[] {
-  return Array.isArray(prompt) && prompt.length > 0 && prompt.every((x) => typeof x === "number");
+/** The engine's answer for the client: relayed event by event, or whole. */
+async function render(
+  gw: GatewayContext,
+  p: OpenAiRequest,
+  stream: LegStream<Uint8Array>,
+  s: { requestId: string; headers: Headers; metrics: RequestMetrics; leg: "decode" | "engine" },
+): Promise<Response> {
+  const out = relayResponseHeaders(stream.headers());
+  // The gateway's own headers: the request id and the PD decision (no iteration needed).
+  out.set("x-request-id", s.requestId);
+  const decision = s.headers.get("x-pd-prefill");
+  if (decision !== null) out.set("x-pd-prefill", decision);
+  if (!p.stream) {
+    const body = await passThrough(gw, stream);
+    s.metrics.end(200);
+    return new Response(body, { status: 200, headers: out });
+  }
+  const body = await sseRelay(stream, {
+    native: gw.routing.models[p.model]?.sse_relay === "native",
+    waitUntil: gw.waitUntil,
+    ...optional("engine", stream.engine),
+    maxEventBytes: gw.config.bounds.max_sse_event_bytes,
+    leg: s.leg,
+    clientSignal: gw.clientSignal,
+    now: Date.now,
+    onEnd: (end) => s.metrics.end(end.status, end.errorCode, outputStatsOf(end.stats)),
+  });
+  return new Response(body, { status: 200, headers: out });
+}
+
+/** What the SSE relay saw, for the metrics writer: the first and last data events sent. */
+function outputStatsOf(s: RelayStats): OutputStats {
+  return {
+    firstOutputAt: s.firstEventAt,
+    lastOutputAt: s.lastEventAt,
+    outputTokens: s.usage?.completionTokens ?? s.outputPieces,
+    inputTokens: s.usage?.promptTokens,
+  };
 }
 
 /** A non-streamed answer as the engine sent it: the engine's own body handed to the client
@@ -176,21 +163,4 @@ async function readWhole(gw: GatewayContext, stream: LegStream<Uint8Array>, firs
     throw new GatewayError("response_too_large", 502, `engine response: ${errorText(err)}`);
   }
   return concatBytes(chunks, size);
-}
-
-function emitStreamComplete(gw: GatewayContext, p: OpenAiRequest, started: number, end: RelayEnd): void {
-  const s = end.stats;
-  const outputTokens = s.usage?.completionTokens ?? s.outputPieces;
-  const tpot = s.firstEventAt !== undefined && s.lastEventAt !== undefined ? tpotMs(s.firstEventAt, s.lastEventAt, outputTokens, fanoutWidth(p.route, p.body)) : undefined;
-  gw.events.emit({
-    type: "stream_complete",
-    model: p.model,
-    surface: "openai",
-    endpoint: p.route,
-    ...(s.firstEventAt !== undefined ? { ttftMs: s.firstEventAt - started } : {}),
-    ...(tpot !== undefined ? { tpotMs: tpot } : {}),
-    generationMs: Date.now() - started,
-    ...(s.usage?.promptTokens !== undefined ? { inputTokens: s.usage.promptTokens } : {}),
-    outputTokens,
-  });
 }

@@ -5,6 +5,7 @@
 // forwarding. One read, one decode, one JSON.parse per request.
 import { GatewayError } from "../../core/errors.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
+import type { JobPrompt } from "../../pd/job.js";
 import { normaliseN } from "../../pd/skip.js";
 import { jsonLimitIssue } from "../json-limits.js";
 import { checkOpenAiBody } from "./schemas.js";
@@ -74,16 +75,23 @@ function promptCount(prompt: unknown): number {
   return prompt.every((p) => typeof p === "number") ? 1 : prompt.length;
 }
 
-/** The prompt as text (the message texts, or the prompt), at most `maxChars` of a batch:
- *  for prefix-affinity policies and the decider's length estimate. */
-export function promptText(p: OpenAiRequest, maxChars = 1024): string | undefined {
+/** The prompt for the job (api/job.ts): token ids for a prompt of ids; else text: the prompt,
+ *  a batch as its JSON, or a chat's message texts (string contents and text parts) joined.
+ *  For prefix-affinity policies and the decider's length estimate. Pure. */
+export function jobPromptOf(p: OpenAiRequest): JobPrompt {
   const b = p.body;
-  if (typeof b.prompt === "string") return b.prompt;
-  if (Array.isArray(b.prompt)) return JSON.stringify(b.prompt).slice(0, maxChars);
-  if (Array.isArray(b.messages)) {
-    return b.messages
-      .map((m) => (typeof m === "object" && m !== null && typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content : ""))
-      .join("\n");
+  if (typeof b.prompt === "string") return { text: b.prompt };
+  if (Array.isArray(b.prompt)) {
+    return b.prompt.length > 0 && b.prompt.every((x) => typeof x === "number") ? { tokens: b.prompt as number[] } : { text: JSON.stringify(b.prompt) };
   }
-  return undefined;
+  if (Array.isArray(b.messages)) return { text: b.messages.map(messageText).join("\n") };
+  return { text: "" };
+}
+
+function messageText(m: unknown): string {
+  if (typeof m !== "object" || m === null) return "";
+  const content = (m as { content?: unknown }).content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((part: unknown) => (typeof part === "object" && part !== null && typeof (part as { text?: unknown }).text === "string" ? (part as { text: string }).text : "")).join("");
 }

@@ -8,20 +8,18 @@ import type { GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
 import { viaChat } from "./responses-via-chat.js";
 import { uuidv7 } from "../../core/ids.js";
-import { optional } from "../../core/optional.js";
 import { openAiErrorResponse, sseErrorEvent } from "../../errors/openai.js";
 import { toGatewayError } from "../../errors/render.js";
-import { estimatePromptTokens } from "../../pd/prompt-tokens.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import type { LegStream } from "../../pd/leg.js";
-import { engineRequestIdFor } from "../../routing/client-requests.js";
 import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { readBodyText } from "../../core/body-text.js";
 import { eventRelay, type NamedEvent } from "../event-relay.js";
+import { buildJob } from "../job.js";
+import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
-import { pdOverrideOf } from "../pd-override.js";
 import { requestIdOf } from "../request-id.js";
 import { routedConfig } from "../../context.js";
 import { conversationText, expandConversation } from "./responses-conversation.js";
@@ -40,50 +38,48 @@ interface Turn {
 }
 
 export async function handleResponses(gw: GatewayContext, request: Request): Promise<Response> {
-  const started = Date.now();
+  const metrics = new RequestMetrics(gw.events, "openai", "/v1/responses", gw.arrivedAt);
   const headers = new Headers();
-  const ev = { model: "", streaming: false, backend: "none" as "pd" | "regular" | "none" };
-  const record = (status: number, errorCode?: string) =>
-    gw.events.emit({ type: "request", model: ev.model, surface: "openai", endpoint: "/v1/responses", backend: ev.backend, streaming: ev.streaming, status, ...optional("errorCode", errorCode), durationMs: Date.now() - started });
   try {
     const req = parseResponsesRequest(await readBodyText(request, gw.config.limits.max_body_bytes));
-    [ev.model, ev.streaming] = [req.model, req.stream];
+    metrics.named(req.model, req.stream);
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
     const path = servingPath(gw, req.model);
     const turn = await turnOf(gw, req);
+    // The chat path records the request itself (endpoint /v1/chat/completions).
     if (path === "chat") return await viaChat(gw, request, turn, headers);
     const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
     delete engineBody.previous_response_id;
-    const text = JSON.stringify(engineBody);
-    const { stream } = await runPipeline(gw.pipeline(req.model), {
-      job: {
-        model: req.model,
-        surface: "openai",
-        payload: { route: "/v1/responses", text, body: engineBody, stream: req.stream, clientHeaders: request.headers },
-        fanout: 1,
-        hasMmInputs: false,
-        promptTokens: () => estimatePromptTokens(conversationText(req.body.instructions, turn.conversation)),
-        ...optional("override", pdOverrideOf(request.headers, gw.config.debug.allow_pd_overrides)),
-      },
-      family: openAiHttpFamily(gw.isolate),
+    const job = buildJob(gw, {
+      model: req.model,
+      surface: "openai",
+      endpoint: "/v1/responses",
+      payload: { route: "/v1/responses", text: JSON.stringify(engineBody), body: engineBody, stream: req.stream, clientHeaders: request.headers },
+      prompt: () => ({ text: conversationText(req.body.instructions, turn.conversation) }),
+      fanout: 1,
+      hasMmInputs: false,
+      streamed: req.stream,
       clientRequestId: requestId,
-      requestId: engineRequestIdFor(gw.owner, requestId),
-      owner: gw.owner,
-      ...optional("routingKey", request.headers.get("x-routing-key") ?? undefined),
-      prefixText: () => ({ text: conversationText(req.body.instructions, turn.conversation, 1024) }),
-      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-      onBackend: (b) => (ev.backend = b),
+      headers: request.headers,
     });
-    if (req.stream) return streamed(gw, turn, stream, headers, { started, leg: ev.backend === "regular" ? "engine" : "decode", record });
+    metrics.forJob(job);
+    let backend: "pd" | "regular" = "regular";
+    const { stream } = await runPipeline(gw.pipeline(req.model), {
+      job,
+      family: openAiHttpFamily(gw.isolate),
+      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
+      onBackend: (b) => metrics.backend((backend = b)),
+    });
+    if (req.stream) return streamed(gw, turn, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
     const response = finalResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);
     if (turn.stored) await store(gw, turn, response);
-    record(200);
+    metrics.end(200);
     headers.set("content-type", "application/json");
     return new Response(JSON.stringify(response), { status: 200, headers });
   } catch (err) {
     const e = toGatewayError(err, "Responses API");
-    record(e.status, e.code);
+    metrics.end(e.status, e.code);
     return openAiErrorResponse(e, headers);
   }
 }
@@ -129,14 +125,13 @@ async function store(gw: GatewayContext, turn: Turn, response: Record<string, un
 }
 
 interface StreamScope {
-  started: number;
   leg: "engine" | "decode";
-  record(status: number, errorCode?: string): void;
+  metrics: RequestMetrics;
 }
 
-function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>, headers: Headers, { started, leg, record }: StreamScope): Response {
-  let firstDeltaAt: number | undefined;
-  let lastDeltaAt: number | undefined;
+function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>, headers: Headers, { leg, metrics }: StreamScope): Response {
+  let firstOutputAt: number | undefined;
+  let lastOutputAt: number | undefined;
   let completed: Record<string, unknown> | undefined;
   const body = eventRelay(stream, {
     engine: stream.engine,
@@ -147,8 +142,8 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
     onEvent: (e) => {
       const type = eventType(e);
       if (type === "response.output_text.delta" || type === "response.function_call_arguments.delta" || type === "response.reasoning_text.delta") {
-        lastDeltaAt = Date.now();
-        firstDeltaAt ??= lastDeltaAt;
+        lastOutputAt = Date.now();
+        firstOutputAt ??= lastOutputAt;
       }
       if (!type?.startsWith("response.") || !e.data.includes('"response"')) return e;
       const json = JSON.parse(e.data) as { response?: Record<string, unknown> };
@@ -160,21 +155,10 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
     isFinal: (e) => FINAL_EVENTS.has(eventType(e) ?? ""),
     errorEvent: sseErrorEvent,
     onEnd: (end) => {
-      record(end.status, end.errorCode);
-      if (end.outcome !== "completed" || !completed) return;
-      if (turn.stored) gw.waitUntil(store(gw, turn, completed).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
-      const usage = completed.usage as { input_tokens?: number; output_tokens?: number } | undefined;
-      gw.events.emit({
-        type: "stream_complete",
-        model: turn.req.model,
-        surface: "openai",
-        endpoint: "/v1/responses",
-        ...optional("ttftMs", firstDeltaAt === undefined ? undefined : firstDeltaAt - started),
-        ...optional("tpotMs", firstDeltaAt !== undefined && lastDeltaAt !== undefined && (usage?.output_tokens ?? 0) > 1 ? (lastDeltaAt - firstDeltaAt) / (usage!.output_tokens! - 1) : undefined),
-        generationMs: Date.now() - started,
-        ...optional("inputTokens", usage?.input_tokens),
-        outputTokens: usage?.output_tokens ?? 0,
-      });
+      const usage = completed?.usage as { input_tokens?: number; output_tokens?: number } | undefined;
+      metrics.end(end.status, end.errorCode, { firstOutputAt, lastOutputAt, outputTokens: usage?.output_tokens ?? 0, inputTokens: usage?.input_tokens });
+      if (end.outcome !== "completed" || !completed || !turn.stored) return;
+      gw.waitUntil(store(gw, turn, completed).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
     },
   });
   headers.set("content-type", "text/event-stream");

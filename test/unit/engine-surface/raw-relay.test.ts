@@ -85,7 +85,7 @@ describe("RawRelay", () => {
   it.each([1, 2, 3, 5, 7, 11, 64, 4096])("a clean stream cut into %i-byte chunks: the frames as sent, the gateway's end, completed", async (n) => {
     const [head, rest] = cut(clean, n);
     const l = leg(head, rest);
-    const timing = new StreamTiming(0, { now: () => 10 });
+    const timing = new StreamTiming({ now: () => 10 });
     const relay = new RawRelay(l, "connect", timing);
     const out = await drain(relay);
     expect(concat(...out)).toEqual(concat(...frames, endFrame("connect")));
@@ -101,14 +101,14 @@ describe("RawRelay", () => {
     }
     expect(await relay.ended).toEqual({ outcome: "completed" });
     expect(l.how).toEqual(["completed"]);
-    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" })).toMatchObject({ outputTokens: STREAMED_TOKENS, inputTokens: 7, ttftMs: 10 });
+    expect(timing.stats()).toMatchObject({ outputTokens: STREAMED_TOKENS, inputTokens: 7, firstOutputAt: 10, lastOutputAt: 10 });
   });
 
   it("gRPC-web: the trailer frame (0x80) ends it, replaced by the gateway's", async () => {
     const trailer = envelope(0x80, new TextEncoder().encode("grpc-status: 0\r\n"));
     const l = leg(frames[0]!, [concat(frames[2]!, trailer)], { endFlag: 0x80 });
     const l2 = { ...l, endFailure: () => undefined };
-    const out = await drain(new RawRelay(l2, "grpc-web", new StreamTiming(0)));
+    const out = await drain(new RawRelay(l2, "grpc-web", new StreamTiming()));
     expect(concat(...out)).toEqual(concat(frames[0]!, frames[2]!, endFrame("grpc-web")));
   });
 
@@ -128,7 +128,7 @@ describe("RawRelay", () => {
     for (const n of [1, 4, 1000]) {
       const [first, more] = cut(rest, n);
       const l = leg(frames[0]!, [first, ...more], error ? { error } : {});
-      const relay = new RawRelay(l, "connect", new StreamTiming(0));
+      const relay = new RawRelay(l, "connect", new StreamTiming());
       const out = concat(...(await drain(relay)));
       const end = await relay.ended;
       expect(end.outcome).toBe("failed");
@@ -143,12 +143,12 @@ describe("RawRelay", () => {
 
   it("a clean end frame followed by a compressed frame still ends clean, counted once", async () => {
     const l = leg(frames[0]!, [concat(frames[1]!, frames[2]!, CONNECT_OK, envelope(1, Uint8Array.of(1, 2)), frames[1]!)]);
-    const timing = new StreamTiming(0);
+    const timing = new StreamTiming();
     const relay = new RawRelay(l, "connect", timing);
     const out = concat(...(await drain(relay)));
     expect(await relay.ended).toEqual({ outcome: "completed" });
     expect(out).toEqual(concat(...frames, endFrame("connect")));
-    expect(timing.event({ model: "m", surface: "engine", endpoint: "generate" }).outputTokens).toBe(STREAMED_TOKENS);
+    expect(timing.stats().outputTokens).toBe(STREAMED_TOKENS);
   });
 
   it("a fault of its own (a leg whose failure mapping throws) is an error end, not a client that left", async () => {
@@ -161,7 +161,7 @@ describe("RawRelay", () => {
       },
       failure: (how: Parameters<typeof l.failure>[0], cause?: unknown) => (calls++, l.failure(how, cause)),
     };
-    const relay = new RawRelay(faulty, "connect", new StreamTiming(0));
+    const relay = new RawRelay(faulty, "connect", new StreamTiming());
     await drain(relay);
     expect((await relay.ended).outcome).toBe("failed");
     expect(calls).toBe(1);
@@ -169,7 +169,7 @@ describe("RawRelay", () => {
 
   it("a client that leaves: the leg is cancelled, nothing more is sent", async () => {
     const l = leg(frames[0]!, [frames[1]!, frames[2]!, CONNECT_OK]);
-    const relay = new RawRelay(l, "connect", new StreamTiming(0));
+    const relay = new RawRelay(l, "connect", new StreamTiming());
     expect(await relay.next()).toEqual(frames[0]);
     relay.cancel();
     expect(await relay.next()).toBeUndefined();
@@ -182,7 +182,7 @@ describe("RawRelay, stopped by its leg", () => {
   it("the leg's signal (the client's request signal) ends it as cancelled without another pull", async () => {
     const stop = new AbortController();
     const l = { ...leg(frames[0]!, [frames[1]!]), signal: stop.signal };
-    const relay = new RawRelay(l, "connect", new StreamTiming(0));
+    const relay = new RawRelay(l, "connect", new StreamTiming());
     expect(await relay.next()).toEqual(frames[0]);
     stop.abort();
     expect(await relay.ended).toEqual({ outcome: "cancelled" });

@@ -16,6 +16,7 @@ const openAiHttpTransport = transportVia(new EngineClients());
 import type { OpenAiRoute } from "../../../src/backends/openai-bodies.js";
 import { STALE_CONNECTION_RETRIES } from "../../../src/backends/fetch.js";
 import { fanoutWidth } from "../../../src/api/openai/request.js";
+import { testJob } from "../../support/job.js";
 
 interface HttpLeg {
   name: string;
@@ -63,14 +64,15 @@ async function runHttpSequentialPd(inp: HttpPdInput) {
   };
   return runAttempt(
     transport,
-    {
+    testJob({
       model: inp.model,
       surface: "openai",
+      endpoint: inp.route,
       payload: { route: inp.route, text: inp.clientText, body: inp.body, stream: inp.body.stream === true, clientHeaders: new Headers() },
       fanout: fanoutWidth(inp.route, inp.body),
-      hasMmInputs: false,
-      ...(inp.override ? { override: inp.override } : {}),
-    },
+      override: inp.override,
+      streamed: inp.body.stream === true,
+    }),
     { prefill: target(inp.prefill), decode: target(inp.decode), hasEncodeAssignments: false },
     inp.requestId,
     {
