@@ -10,6 +10,9 @@ const LAYERS = [
   ["config", ["core"]],
   ["metrics", ["core", "config"]],
   ["tokenizer", ["core", "gen"]],
+  // The tool-call and reasoning parsers and the tool_choice constraint builder: pure text in,
+  // OpenAI shapes out (docs/tools.md).
+  ["parsers", ["core", "gen"]],
   ["backends", ["core", "config", "gen", "tokenizer"]],
   ["pd", ["core", "config", "gen", "metrics", "tokenizer", "backends"]],
   ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
@@ -17,7 +20,7 @@ const LAYERS = [
   ["errors", ["core"]],
   ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
 ];
-const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "parsers", "backends", "pd", "routing", "errors", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
 
 function layerRule([layer, allowed]) {
   const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));
