@@ -1,11 +1,12 @@
 // Turns settled pieces into OpenAI deltas: content text, reasoning text, and each call as a
-// first delta (index, id, type, name) and an arguments delta. Text between or after calls
-// that is only whitespace (the newline between two `</tool_call><tool_call>`) is not
-// content; any other text outside calls is, as written.
+// first delta (index, id, type, name) and an arguments delta. A stretch of text before,
+// between or after calls that is only whitespace (the newline between two
+// `</tool_call><tool_call>`, the blank lines after `</think>`) is not content; any other text
+// outside calls is, as written, its whitespace included. So whitespace is held back until
+// text or a call shows which it is.
 import type { ParsedCall, OutputDelta } from "./types.js";
 
 export class ContentEmitter {
-  private afterCall = false;
   private heldSpace = "";
   private segmentHasText = false;
   private calls = 0;
@@ -16,7 +17,7 @@ export class ContentEmitter {
   ) {}
 
   content(delta: OutputDelta, text: string): void {
-    if (!this.afterCall || this.segmentHasText) {
+    if (this.segmentHasText) {
       delta.content += text;
       return;
     }
@@ -35,7 +36,6 @@ export class ContentEmitter {
 
   /** The first delta of a call; false when it is past the call limit (and dropped). */
   beginCall(delta: OutputDelta, name: string): boolean {
-    this.afterCall = true;
     this.heldSpace = "";
     this.segmentHasText = false;
     if (this.calls >= this.maxCalls) return false; // parallel_tool_calls: false keeps the first
