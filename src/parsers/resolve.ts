@@ -12,8 +12,8 @@ export interface ParserConfig {
 }
 
 export interface ParserChoice<F> {
-  /** The parser's name as chosen (a table may name one this gateway lacks: `format` is then
-   *  undefined and replies are not parsed). "none" when nothing applies. */
+  /** The parser's name (canonical when the gateway has it; a table row may name one it lacks:
+   *  `format` is then undefined and replies are not parsed). "none" when nothing applies. */
   name: string;
   format: F | undefined;
   /** Why: "config", "model name" (with the pattern), "model type", or "none". */
@@ -36,7 +36,14 @@ export function longestMatch(name: string, table: readonly (readonly [string, st
   return best;
 }
 
-function choose<F>(
+/** The choice under its canonical name when the gateway has it (smg's table and config
+ *  aliases say "qwen" for hermes). */
+function named<F extends { name: string }>(name: string, lookup: (name: string) => F | undefined, source: ParserChoice<F>["source"], pattern?: string): ParserChoice<F> {
+  const format = name === "none" ? undefined : lookup(name);
+  return { name: format?.name ?? name, format, source, ...(pattern !== undefined ? { pattern } : {}) };
+}
+
+function choose<F extends { name: string }>(
   configured: string | undefined,
   modelName: string,
   modelType: string | undefined,
@@ -44,11 +51,11 @@ function choose<F>(
   byType: Readonly<Record<string, string>>,
   lookup: (name: string) => F | undefined,
 ): ParserChoice<F> {
-  if (configured !== undefined) return { name: configured, format: configured === "none" ? undefined : lookup(configured), source: "config" };
+  if (configured !== undefined) return named(configured, lookup, "config");
   const hit = longestMatch(modelName, patterns);
-  if (hit) return { name: hit[1], format: lookup(hit[1]), source: "model name", pattern: hit[0] };
+  if (hit) return named(hit[1], lookup, "model name", hit[0]);
   const typed = modelType ? byType[modelType.toLowerCase()] : undefined;
-  if (typed) return { name: typed, format: lookup(typed), source: "model type" };
+  if (typed) return named(typed, lookup, "model type");
   return { name: "none", format: undefined, source: "none" };
 }
 
