@@ -13,9 +13,9 @@ const LAYERS = [
   // The tool-call and reasoning parsers and the tool_choice constraint builder: pure text in,
   // OpenAI shapes out (docs/tools.md).
   ["parsers", ["core", "gen"]],
-  ["backends", ["core", "config", "gen", "tokenizer"]],
-  ["pd", ["core", "config", "gen", "metrics", "tokenizer", "backends"]],
-  ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
+  ["backends", ["core", "config", "gen", "tokenizer", "parsers"]],
+  ["pd", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends"]],
+  ["routing", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends", "pd"]],
   // The error renderers every surface and the middleware answer with (one per protocol).
   ["errors", ["core"]],
   ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
