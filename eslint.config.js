@@ -10,16 +10,19 @@ const LAYERS = [
   ["config", ["core"]],
   ["metrics", ["core", "config"]],
   ["tokenizer", ["core", "gen"]],
-  ["backends", ["core", "config", "gen", "tokenizer"]],
-  ["pd", ["core", "config", "gen", "metrics", "tokenizer", "backends"]],
-  ["routing", ["core", "config", "gen", "metrics", "tokenizer", "backends", "pd"]],
+  // The tool-call and reasoning parsers and the tool_choice constraint builder: pure text in,
+  // OpenAI shapes out (docs/tools.md).
+  ["parsers", ["core", "gen"]],
+  ["backends", ["core", "config", "gen", "tokenizer", "parsers"]],
+  ["pd", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends"]],
+  ["routing", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends", "pd"]],
   // The error renderers every surface and the middleware answer with (one per protocol).
   ["errors", ["core"]],
   // State kept for clients across requests (the Responses API's stored responses).
   ["conversations", ["core"]],
   ["middleware", ["core", "config", "gen", "metrics", "routing", "errors", "context.js", "env.js"]],
 ];
-const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "backends", "pd", "routing", "errors", "conversations", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
+const SRC_ENTRIES = ["core", "config", "metrics", "tokenizer", "parsers", "backends", "pd", "routing", "errors", "conversations", "middleware", "api", "gen", "app.js", "index.js", "context.js", "env.js"];
 
 function layerRule([layer, allowed]) {
   const forbidden = SRC_ENTRIES.filter((e) => e !== layer && !allowed.includes(e));

@@ -1,7 +1,7 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by its value, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field. The var is JSON text, or an
 // object when wrangler.toml writes it as a TOML table (wrangler then binds it as JSON).
-import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource } from "./schema.js";
+import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource, type REASONING_PARSERS, type TOOL_PARSERS } from "./schema.js";
 import type * as z from "zod";
 
 export class ConfigError extends Error {
@@ -31,6 +31,10 @@ export interface LoadedModel {
   /** How the OpenAI surface relays this model's SSE streams (schema.ts). */
   sse_relay: "inspect" | "native";
   apis_via_chat: boolean;
+  /** The configured tool-call and reasoning parsers; unset: chosen from the model
+   *  (src/parsers/resolve.ts, docs/tools.md). */
+  tool_parser?: (typeof TOOL_PARSERS)[number];
+  reasoning_parser?: (typeof REASONING_PARSERS)[number];
 }
 
 /** GATEWAY_CONFIG as the runtime hands it over: JSON text, or a TOML table's object. */
@@ -72,6 +76,8 @@ export function parseConfig(value: GatewayConfigVar): LoadedConfig {
       sse_relay: pools.sse_relay,
       apis_via_chat: pools.apis_via_chat,
       ...(pools.tokenizer ? { tokenizer: pools.tokenizer } : {}),
+      ...(pools.tool_parser ? { tool_parser: pools.tool_parser } : {}),
+      ...(pools.reasoning_parser ? { reasoning_parser: pools.reasoning_parser } : {}),
     };
   }
   return { ...parsed.data, models };

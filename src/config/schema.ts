@@ -4,6 +4,11 @@
 // its locales included: ~110 KiB of gzip in the bundle).
 import * as z from "zod";
 
+/** The parser names a config may give (src/parsers/registry.ts; config imports nothing from
+ *  the parsers layer, and a unit test keeps the two lists equal). */
+export const TOOL_PARSERS = ["none", "hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "qwen", "qwen_xml", "qwen3_xml", "llama", "llama4_pythonic", "deepseek"] as const;
+export const REASONING_PARSERS = ["none", "qwen3", "qwen3_thinking", "deepseek_r1"] as const;
+
 // Built on first use, not at the isolate's start-up (zod schema construction is most of what
 // zod costs there): each export is a stand-in that builds every schema on its first touch.
 function build() {
@@ -100,6 +105,13 @@ function build() {
        *  openai-http engines whose vLLM lacks those endpoints (docs/responses-and-messages.md).
        *  VllmEngine-served models always go through chat. */
       apis_via_chat: z.boolean().default(false),
+      /** The tool-call format of this model's replies on VllmEngine engines (vLLM's
+       *  --tool-call-parser names; "none": no parsing). Unset: chosen from the model name and
+       *  GetModelInfo's model_type (docs/tools.md). The list is src/parsers/registry.ts's. */
+      tool_parser: z.enum(TOOL_PARSERS).optional(),
+      /** The reasoning format of this model's replies ("none": no parsing). Unset: chosen as
+       *  tool_parser is (docs/tools.md). */
+      reasoning_parser: z.enum(REASONING_PARSERS).optional(),
     })
     .strict();
 

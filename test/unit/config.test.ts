@@ -11,6 +11,11 @@ describe("parseConfig", () => {
     expect(c.debug.allow_pd_overrides).toBe(false);
     expect(c.pd.stream_keepalive_ms).toBe(0);
     expect(c.models.m!.sse_relay).toBe("native");
+    expect(c.models.m!.tool_parser).toBeUndefined(); // unset: chosen from the model (docs/tools.md)
+  });
+  it("takes a model's tool and reasoning parsers", () => {
+    const c = parseConfig(JSON.stringify({ models: { m: { tool_parser: "qwen3_coder", reasoning_parser: "qwen3" } } }));
+    expect([c.models.m!.tool_parser, c.models.m!.reasoning_parser]).toEqual(["qwen3_coder", "qwen3"]);
   });
   it.each([
     [undefined, /not set/],
@@ -22,6 +27,8 @@ describe("parseConfig", () => {
     [JSON.stringify({ models: {}, pd: { deferred_abort_max_ms: 40_000 } }), /pd\.deferred_abort_max_ms/],
     [JSON.stringify({ models: {}, pd: { stream_keepalive_ms: 10 } }), /pd\.stream_keepalive_ms: 0 \(off\) or at least 50/],
     [JSON.stringify({ models: { m: { sse_relay: "raw" } } }), /models\.m\.sse_relay/],
+    [JSON.stringify({ models: { m: { tool_parser: "json" } } }), /models\.m\.tool_parser/],
+    [JSON.stringify({ models: { m: { reasoning_parser: "kimi" } } }), /models\.m\.reasoning_parser/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "file:///x.zip" } } } }), /models\.m\.tokenizer\.url/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", sha256: "abc" } } } }), /models\.m\.tokenizer\.sha256/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", path: "t" } } } }), /models\.m\.tokenizer/],
