@@ -13,6 +13,7 @@ import { createIsolateState, type IsolateState } from "./routing/isolate.js";
 import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
+import { clientLocation } from "./routing/geo.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
@@ -37,6 +38,7 @@ interface RequestScope {
   events: EventSink;
   clientSignal: AbortSignal;
   waitUntil(p: Promise<unknown>): void;
+  request: Request;
 }
 
 /** The pipeline's context for one request to `model`: engine outcomes feed this isolate's
@@ -49,6 +51,7 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
     events: s.events,
     clientSignal: s.clientSignal,
     waitUntil: s.waitUntil,
+    client: () => clientLocation(s.config.geo.header, s.request.headers, (s.request as { cf?: unknown }).cf),
     outcomes: outcomeReporter({
       model,
       events: s.events,
@@ -109,7 +112,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     setEngineBindings(c.env);
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
-    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil };
+    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS), clientSignal: c.req.raw.signal, waitUntil, request: c.req.raw };
     const gateway: GatewayContext = {
       config,
       routing: isolate.registry.snapshot(c.env, config, waitUntil),

@@ -11,6 +11,7 @@ import { AbortBatches } from "./abort-batches.js";
 import { vllmEngineClient } from "../backends/vllm-engine.js";
 import { EngineLoadReadings } from "./engine-loads.js";
 import { RegistryView } from "./snapshot.js";
+import { ClusterMemory } from "./cluster-memory.js";
 import type { EngineTarget } from "../core/types.js";
 
 export interface IsolateState {
@@ -27,6 +28,8 @@ export interface IsolateState {
   tokenizers?: TokenizerBundles;
   /** Context lengths of models served by VllmEngine engines (GetModelInfo). */
   modelContexts: ModelContexts;
+  /** Sticky clusters of routing keys and recent capacity pushbacks (cluster choice). */
+  clusters: ClusterMemory;
 }
 
 export function createIsolateState(): IsolateState {
@@ -39,6 +42,7 @@ export function createIsolateState(): IsolateState {
     abortBatches: new AbortBatches(sendAbort),
     registry: new RegistryView(),
     modelContexts: new ModelContexts(),
+    clusters: new ClusterMemory(),
   };
 }
 

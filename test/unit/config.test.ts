@@ -12,6 +12,16 @@ describe("parseConfig", () => {
     expect(c.pd.stream_keepalive_ms).toBe(0);
     expect(c.models.m!.sse_relay).toBe("native");
   });
+  it("places engines in the default cluster unless they name a described one", () => {
+    const c = parseConfig(JSON.stringify({
+      clusters: { eu: { lat: 50.1, lon: 8.7, region: "eu-central" } },
+      models: { m: { prefill: [{ url: "http://127.0.0.1:1" }], decode: [{ url: "http://127.0.0.1:2", cluster: "eu" }] } },
+    }));
+    expect(c.models.m!.prefill[0]!.cluster).toBe("default");
+    expect(c.models.m!.decode[0]!.cluster).toBe("eu");
+    expect(c.clusters.eu).toEqual({ lat: 50.1, lon: 8.7, region: "eu-central" });
+    expect(c.geo).toEqual({ sticky: false, pushback_ms: 2_000 });
+  });
   it.each([
     [undefined, /not set/],
     ["{", /not valid JSON/],
@@ -25,6 +35,11 @@ describe("parseConfig", () => {
     [JSON.stringify({ models: { m: { tokenizer: { url: "file:///x.zip" } } } }), /models\.m\.tokenizer\.url/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", sha256: "abc" } } } }), /models\.m\.tokenizer\.sha256/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", path: "t" } } } }), /models\.m\.tokenizer/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", cluster: "eu" }] } } }), /models\.m\.decode\.0\.cluster: "eu" is not described in clusters/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", cluster: "eu west" }] } } }), /models\.m\.decode\.0\.cluster: must be 1-64/],
+    [JSON.stringify({ models: {}, clusters: { eu: { lat: 91, lon: 0 } } }), /clusters\.eu\.lat/],
+    [JSON.stringify({ models: {}, clusters: { eu: { lat: 50 } } }), /clusters\.eu\.lon/],
+    [JSON.stringify({ models: {}, geo: { header: "x geo" } }), /geo\.header: must be a header name/],
   ])("rejects %s naming the field", (text, message) => {
     expect(() => parseConfig(text)).toThrow(ConfigError);
     expect(() => parseConfig(text)).toThrow(message);

@@ -81,6 +81,7 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
     prefixText: () => ({ tokens: prompt.ids }),
     onDecision: (reason) => s.headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
     onBackend: s.onBackend,
+    onCluster: (cluster) => s.headers.set("x-gateway-cluster", cluster),
   });
 
   const builder = new OpenAiResponseBuilder(

@@ -116,6 +116,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       prefixText: () => ({ text: promptText(p) }),
       onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
       onBackend: (b) => (seen.backend = b),
+      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
     });
 
     const out = relayResponseHeaders(stream.headers());
@@ -123,6 +124,8 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
     out.set("x-request-id", requestId);
     const decision = headers.get("x-pd-prefill");
     if (decision !== null) out.set("x-pd-prefill", decision);
+    const cluster = headers.get("x-gateway-cluster");
+    if (cluster !== null) out.set("x-gateway-cluster", cluster);
     if (p.stream) {
       const body = await sseRelay(stream, {
         native: gw.routing.models[p.model]?.sse_relay === "native",
