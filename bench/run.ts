@@ -4,7 +4,7 @@
 // process it started (also on Ctrl-C and on errors), and writes bench/results/latest.json and
 // the benchmark section of docs/benchmarks.md. Only 127.0.0.1 is contacted; every load loop
 // is bounded in count and time. Speed is reported against targets, never asserted.
-//   --only overhead,cpu,streaming,fanout,decider,scaling,memory,profiles,startup,tokenizer
+//   --only overhead,cpu,streaming,fanout,decider,clusters,scaling,memory,profiles,startup,tokenizer
 //        run some phases only; the JSON goes to a temp file and the doc is left alone.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { installSignalHandlers, runCleanups } from "./cleanup.js";
 import { FULL, QUICK, type BenchContext } from "./context.js";
 import { measureCpu } from "./cpu.js";
 import { measureDecider } from "./decider.js";
+import { measureClusters } from "./clusters.js";
 import { measureFanout } from "./fanout.js";
 import { measureMemory, measureStartups } from "./footprint.js";
 import { destroyAgents } from "./http.js";
@@ -27,7 +28,7 @@ import { measureStreaming } from "./streaming.js";
 import { measureTokenizer } from "./tokenizer.js";
 import { startGateway, startPassthrough, startPortkey, startSim } from "./targets.js";
 
-const PHASES = ["overhead", "cpu", "streaming", "fanout", "decider", "scaling", "memory", "profiles", "startup", "tokenizer"] as const;
+const PHASES = ["overhead", "cpu", "streaming", "fanout", "decider", "clusters", "scaling", "memory", "profiles", "startup", "tokenizer"] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { full: boolean; only?: Set<Phase> } {
@@ -138,6 +139,8 @@ async function main(): Promise<void> {
     if (wants("fanout")) result.fanout = await phase("fanout", () => measureFanout(ctx));
     // Its own section of docs/benchmarks.md and bench/results/decider.json (written by the phase).
     if (wants("decider")) Object.assign(result, { decider: await phase("decider", () => measureDecider(ctx, bundle.dir)) });
+    // Its own section of docs/benchmarks.md and bench/results/clusters.json (written by the phase).
+    if (wants("clusters")) Object.assign(result, { clusters: await phase("clusters", () => measureClusters(ctx, bundle.dir)) });
     if (wants("scaling")) result.scaling = await phase("scaling", () => measureScaling(ctx));
     if (wants("tokenizer")) result.tokenizer = await phase("tokenizer", () => measureTokenizer(ctx));
     if (wants("memory")) result.footprint.memory = await phase("memory", () => measureMemory(ctx));

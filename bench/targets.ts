@@ -75,6 +75,21 @@ export async function startSim(spec: ClusterSpec, tmp: string): Promise<SimProce
   return { pid: child.pid ?? -1, url: (n) => get(n).url, grpcUrl: (n) => get(n).grpc, stop };
 }
 
+/** A sim process with only its control server: the caller creates clusters through it, and
+ *  can kill them or change their network delay while they run (sim/control.ts). */
+export async function startSimControl(): Promise<{ pid: number; controlUrl: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "sim/main.ts", "--control", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const stop = () => stopChild(child);
+  onCleanup("sim-control", stop);
+  let log = "";
+  child.stdout?.on("data", (d) => (log += String(d)));
+  child.stderr?.on("data", (d) => (log += String(d)));
+  await waitForLine(child, (l) => l.trim() === "sim: ready", "sim", 60_000, () => log);
+  const m = /^control (\S+)/m.exec(log);
+  if (!m) throw new Error(`sim: no control url in:\n${log}`);
+  return { pid: child.pid ?? -1, controlUrl: m[1]!, stop };
+}
+
 /** An engine spec with zero simulated latency: what is left is the sim's own CPU. */
 export function zeroLatencyEngine(name: string, model: string, extra: Partial<EngineSpec> = {}): EngineSpec {
   return {

@@ -23,6 +23,7 @@ const VARIABLE_AT: Record<string, string[]> = {
   gatewayConfigSchema: [],
   modelSchema: ["$defs", "model"],
   engineSchema: ["$defs", "engine"],
+  clusterSchema: ["$defs", "cluster"],
   modelPdSchema: ["$defs", "model", "properties", "pd"],
   tokenizerSourceSchema: ["$defs", "model", "properties", "tokenizer"],
 };
@@ -101,6 +102,7 @@ export function gatewayConfigJsonSchema(): JsonSchema {
   const names = z.registry<{ id: string }>();
   names.add(s.modelSchema, { id: "model" });
   names.add(s.engineSchema, { id: "engine" });
+  names.add(s.clusterSchema, { id: "cluster" });
   names.add(s.policySchema, { id: "policy" });
   const generated = z.toJSONSchema(s.gatewayConfigSchema, {
     io: "input",

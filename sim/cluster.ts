@@ -79,7 +79,7 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
   try {
     const routes = vllmEngineRoutes(engine);
     const rpcHttp1 = connectNodeAdapter({ routes, connect: true, grpcWeb: true, grpc: false });
-    const h1 = http.createServer((req, res) => {
+    const h1 = http.createServer((req, res) => afterNetworkDelay(engine, req, () => {
       if (isGeneration(req) && engine.faults.takeDropConnection()) {
         engine.stats.add("connectionsDropped");
         req.socket.destroy();
@@ -89,7 +89,7 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
         if (!answerMalformed(engine, req, res)) rpcHttp1(req, res);
       }
       else engineHttpHandler(engine, req, res);
-    });
+    }));
     h1.keepAliveTimeout = engine.cfg.keepAliveTimeoutMs;
     const main = await listen(h1, spec.port ?? 0, where("port"));
     listeners.push(main);
@@ -98,7 +98,8 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
     const running: RunningEngine = { spec: resolved, url: `http://${HOST}:${main.port}` };
 
     if (spec.grpcPort !== undefined) {
-      const h2 = http2.createServer(connectNodeAdapter({ routes, grpc: true, connect: true, grpcWeb: true }));
+      const h2Rpc = connectNodeAdapter({ routes, grpc: true, connect: true, grpcWeb: true });
+      const h2 = http2.createServer((req, res) => afterNetworkDelay(engine, req, () => h2Rpc(req, res)));
       const g = await listen(h2, spec.grpcPort, where("grpcPort"));
       listeners.push(g);
       resolved.grpcPort = g.port;
@@ -122,6 +123,13 @@ async function startEngine(spec: EngineSpec, index: number, recentRequests: numb
   }
 }
 
+/** The cluster's network delay, for requests from outside it: the KV side channel (/sim/*
+ *  between engines of one cluster) is not delayed, nor are the test's own /sim/ calls. */
+function afterNetworkDelay(engine: SimEngine, req: { url?: string | undefined }, handle: () => void): void {
+  if (engine.networkDelayMs <= 0 || req.url?.startsWith("/sim/")) return handle();
+  setTimeout(handle, engine.networkDelayMs);
+}
+
 let clusterSeq = 0;
 
 /** Starts every engine of the spec; rejects (with nothing left listening) if any cannot start. */
@@ -134,8 +142,15 @@ export async function startCluster(spec: ClusterSpec): Promise<RunningCluster> {
     await closeAll(started);
     throw err;
   }
+  for (const s of started) s.engine.networkDelayMs = spec.clusters?.[s.engine.cfg.cluster]?.networkDelayMs ?? 0;
   let closed: Promise<void> | undefined;
   const engines = started.map((s) => s.running);
+  const killed = new Set<StartedEngine>();
+  const inCluster = (name: string) => {
+    const of = started.filter((s) => s.engine.cfg.cluster === name);
+    if (of.length === 0) throw new Error(`no engine in cluster "${name}"`);
+    return of;
+  };
   return {
     id: `cluster-${++clusterSeq}-${randomUUID().slice(0, 8)}`,
     engines,
@@ -144,7 +159,17 @@ export async function startCluster(spec: ClusterSpec): Promise<RunningCluster> {
       if (!e) throw new Error(`no engine named "${name}" (have: ${engines.map((x) => x.spec.name).join(", ")})`);
       return e;
     },
-    close: () => (closed ??= closeAll(started)),
+    async killCluster(name: string) {
+      const victims = inCluster(name).filter((s) => !killed.has(s));
+      for (const s of victims) killed.add(s);
+      // Listeners first: new connections are refused while running requests are cut off.
+      await Promise.all(victims.flatMap((s) => s.listeners.map((l) => l.close())));
+      await Promise.all(victims.map((s) => s.engine.close()));
+    },
+    setNetworkDelay(name: string, ms: number) {
+      for (const s of inCluster(name)) s.engine.networkDelayMs = ms;
+    },
+    close: () => (closed ??= closeAll(started.filter((s) => !killed.has(s)))),
   };
 }
 

@@ -48,6 +48,24 @@ export async function startControlServer(port = 0): Promise<{ url: string; close
       }
       return sendJson(res, 405, { error: `method ${req.method} not allowed on /clusters/:id` });
     }
+    const op = /^\/clusters\/([^/]+)\/(kill|delay)$/.exec(path);
+    if (op && req.method === "POST") {
+      const cluster = clusters.get(decodeURIComponent(op[1]!));
+      if (!cluster) return sendJson(res, 404, { error: `no cluster "${op[1]}"` });
+      const body = (await readJson(req)) as { cluster?: unknown; networkDelayMs?: unknown };
+      if (typeof body.cluster !== "string") return sendJson(res, 400, { error: "cluster: must be the name of a cluster of engines" });
+      try {
+        if (op[2] === "kill") await cluster.killCluster(body.cluster);
+        else {
+          const ms = body.networkDelayMs;
+          if (!Number.isInteger(ms) || (ms as number) < 0 || (ms as number) > 60_000) return sendJson(res, 400, { error: "networkDelayMs: must be an integer in 0..60000" });
+          cluster.setNetworkDelay(body.cluster, ms as number);
+        }
+      } catch (err) {
+        return sendJson(res, 404, { error: (err as Error).message });
+      }
+      return sendEmpty(res, 204);
+    }
     if (path === "/health" && req.method === "GET") return sendEmpty(res, 200);
     sendJson(res, 404, { error: `no route ${path}` });
   };

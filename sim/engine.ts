@@ -23,6 +23,8 @@ export class SimEngine implements RunHost {
   readonly faults: FaultBook;
   /** Set by the cluster once the HTTP listener is bound. */
   httpPort = 0;
+  /** The cluster's network delay (ms) before each request from outside it; set by the cluster. */
+  networkDelayMs = 0;
   readonly startedAt = Date.now();
   private readonly runs = new Map<string, Set<Run>>();
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -115,6 +117,12 @@ export class SimEngine implements RunHost {
   servePull(path: "/sim/kv" | "/sim/mooncake", body: Record<string, unknown>): SideChannelReply {
     const key = handoffKeyFromBody(path, body);
     if (key === undefined) return { status: 400, body: { error: "request_id or transfer_id is required" } };
+    // No transfer path between clusters: the pull fails, and the handoff stays pinned.
+    if (typeof body.requester_cluster === "string" && body.requester_cluster !== this.cfg.cluster) {
+      this.stats.add("crossClusterPulls");
+      this.stats.add("kvPullsRefused");
+      return { status: 409, body: { error: "cross_cluster", key, cluster: this.cfg.cluster } };
+    }
     const engineId = typeof body.remote_engine_id === "string" ? body.remote_engine_id : undefined;
     const expect =
       path === "/sim/kv"

@@ -80,6 +80,7 @@ export function classifyKv(
             remote_engine_id: params.remote_engine_id,
             remote_block_ids: ids,
             requester: cfg.name,
+            requester_cluster: cfg.cluster,
           },
           blocks: Array.isArray(ids) ? ids.length : promptBlocks,
         },
@@ -104,7 +105,7 @@ export function classifyKv(
         connector: "mooncake",
         baseUrl: addr,
         path: "/sim/mooncake",
-        body: { transfer_id: transferId, remote_engine_id: params.remote_engine_id, requester: cfg.name },
+        body: { transfer_id: transferId, remote_engine_id: params.remote_engine_id, requester: cfg.name, requester_cluster: cfg.cluster },
         blocks: promptBlocks,
       },
     };
@@ -117,7 +118,7 @@ export function classifyKv(
         connector: "mooncake",
         baseUrl: hostPortUrl(params.remote_host, params.remote_port),
         path: "/sim/mooncake",
-        body: { request_id: requestId, requester: cfg.name },
+        body: { request_id: requestId, requester: cfg.name, requester_cluster: cfg.cluster },
         blocks: promptBlocks,
       },
     };

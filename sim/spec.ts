@@ -12,6 +12,7 @@ export const DEFAULT_LATENCY: Required<SimLatency> = {
   pullSetupMs: 2,
 };
 export const DEFAULT_MODEL = "sim-model";
+export const DEFAULT_CLUSTER = "default";
 /** VLLM_NIXL_ABORT_REQUEST_TIMEOUT, the lease on a finished prefill's handoff: 480 s in older
  *  vLLM releases, 30 s in newer ones. A handoff no decode engine pulls (or rejects) holds its
  *  blocks this long, and an Abort does not shorten it (vLLM PR 25067). */
@@ -35,7 +36,7 @@ const ROLES = ["prefill", "decode", "both", "encode"];
 const CONNECTORS = ["NixlConnector", "MooncakeConnector", "none"];
 const ENGINE_FIELDS = [
   "name", "role", "kvConnector", "kvEngineId", "dataParallelSize", "model", "port", "grpcPort",
-  "bootstrapPort", "leaseMs", "keepAliveTimeoutMs", "blockSize", "latency", "faults", "kvCapacityBlocks", "kvHandoffByDefault",
+  "bootstrapPort", "leaseMs", "keepAliveTimeoutMs", "blockSize", "latency", "faults", "kvCapacityBlocks", "kvHandoffByDefault", "cluster",
 ];
 
 function fail(path: string, msg: string): never {
@@ -82,6 +83,7 @@ function validateEngine(value: unknown, path: string): EngineSpec {
   checkInt(e.blockSize, `${path}.blockSize`, 1, 4096);
   checkInt(e.kvCapacityBlocks, `${path}.kvCapacityBlocks`, 1, 1 << 30);
   if (e.kvHandoffByDefault !== undefined && typeof e.kvHandoffByDefault !== "boolean") fail(`${path}.kvHandoffByDefault`, "must be a boolean");
+  if (e.cluster !== undefined && (typeof e.cluster !== "string" || e.cluster === "")) fail(`${path}.cluster`, "must be a non-empty string");
   if (e.latency !== undefined) {
     if (typeof e.latency !== "object" || e.latency === null || Array.isArray(e.latency)) fail(`${path}.latency`, "must be an object");
     const l = e.latency as Record<string, unknown>;
@@ -105,13 +107,15 @@ function validateEngine(value: unknown, path: string): EngineSpec {
 export function validateClusterSpec(value: unknown): ClusterSpec {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("spec", "must be an object");
   const s = value as Record<string, unknown>;
-  for (const k of Object.keys(s)) if (k !== "engines" && k !== "recentRequests") fail(k, "unknown field");
+  for (const k of Object.keys(s)) if (k !== "engines" && k !== "recentRequests" && k !== "clusters") fail(k, "unknown field");
+  const clusters = validateClusters(s.clusters);
   if (!Array.isArray(s.engines) || s.engines.length === 0) fail("engines", "must be a non-empty array");
   checkInt(s.recentRequests, "recentRequests", 0, 100_000);
   const names = new Set<string>();
   const ports = new Map<number, string>();
   s.engines.forEach((raw, i) => {
     const e = validateEngine(raw, `engines[${i}]`);
+    if (e.cluster !== undefined && e.cluster !== DEFAULT_CLUSTER && !clusters.has(e.cluster)) fail(`engines[${i}].cluster`, `"${e.cluster}" is not in clusters`);
     if (names.has(e.name)) fail(`engines[${i}].name`, `duplicate engine name "${e.name}"`);
     names.add(e.name);
     for (const field of ["port", "grpcPort", "bootstrapPort"] as const) {
@@ -125,9 +129,21 @@ export function validateClusterSpec(value: unknown): ClusterSpec {
   return s as unknown as ClusterSpec;
 }
 
+function validateClusters(value: unknown): Set<string> {
+  if (value === undefined) return new Set();
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("clusters", "must be an object");
+  for (const [name, c] of Object.entries(value)) {
+    if (typeof c !== "object" || c === null || Array.isArray(c)) fail(`clusters.${name}`, "must be an object");
+    for (const k of Object.keys(c)) if (k !== "networkDelayMs") fail(`clusters.${name}.${k}`, "unknown field");
+    checkInt((c as Record<string, unknown>).networkDelayMs, `clusters.${name}.networkDelayMs`, 0, 60_000);
+  }
+  return new Set(Object.keys(value));
+}
+
 /** An engine spec with every default filled in: what the engine actually runs with. */
 export interface EngineConfig {
   name: string;
+  cluster: string;
   role: EngineSpec["role"];
   kvConnector: EngineSpec["kvConnector"];
   kvEngineId: string;
@@ -145,6 +161,7 @@ export interface EngineConfig {
 export function engineConfig(spec: EngineSpec, recentRequests = DEFAULT_RECENT): EngineConfig {
   return {
     name: spec.name,
+    cluster: spec.cluster ?? DEFAULT_CLUSTER,
     role: spec.role,
     kvConnector: spec.kvConnector,
     kvEngineId: spec.kvEngineId ?? "",

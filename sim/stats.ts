@@ -20,13 +20,14 @@ export type Counter =
   | "kvPullsCompleted"
   | "kvReleasesSent"
   | "connectionsDropped"
-  | "abortsIgnored";
+  | "abortsIgnored"
+  | "crossClusterPulls";
 
 const COUNTERS: Counter[] = [
   "prefillComputations", "promptTokensComputed", "decodeRequests", "generateRequests",
   "kvPullsServed", "kvPullsRefused", "kvRecomputes", "kvSiblingHazards", "leasesExpired",
   "transfersRejected", "abortsReceived", "streamsCancelled", "abortsDuringPull",
-  "kvPullsCompleted", "kvReleasesSent", "connectionsDropped", "abortsIgnored",
+  "kvPullsCompleted", "kvReleasesSent", "connectionsDropped", "abortsIgnored", "crossClusterPulls",
 ];
 
 export interface LiveState {
@@ -75,6 +76,7 @@ export class Stats {
     const c = (k: Counter) => this.get(k);
     return {
       engine: this.cfg.name,
+      cluster: this.cfg.cluster,
       role: this.cfg.role,
       kvConnector: this.cfg.kvConnector,
       prefillComputations: c("prefillComputations"),
@@ -97,6 +99,7 @@ export class Stats {
       kvPullsCompleted: c("kvPullsCompleted"),
       kvReleasesSent: c("kvReleasesSent"),
       connectionsDropped: c("connectionsDropped"),
+      crossClusterPulls: c("crossClusterPulls"),
       activeRequests: live.activeRequests,
       recent: [...this.recent],
     };

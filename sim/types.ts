@@ -91,10 +91,24 @@ export interface EngineSpec {
   /** Hand off KV on every length-capped request, even untagged ones (a producer whose
    *  connector defaults to remote decode): what a "passthrough" gateway mode relays. */
   kvHandoffByDefault?: boolean;
+  /** The cluster (KV-transfer domain) the engine is in (default "default"). A decode engine
+   *  pulling a handoff from a prefill engine of another cluster is refused and counted
+   *  (crossClusterPulls): there is no transfer path between clusters. */
+  cluster?: string;
+}
+
+/** One cluster of engines as the sim places it. */
+export interface SimClusterSpec {
+  /** Added before the engine sees each request from outside the cluster (the gateway's
+   *  round trip to the cluster), ms; the KV side channel inside the cluster is not delayed.
+   *  Default 0; changeable at run time (POST /clusters/:id/delay on the control server). */
+  networkDelayMs?: number;
 }
 
 export interface ClusterSpec {
   engines: EngineSpec[];
+  /** Clusters by name, for engines that name one ("default" needs no entry). */
+  clusters?: Record<string, SimClusterSpec>;
   /** How many recent requests each engine keeps for /sim/stats (default 50). */
   recentRequests?: number;
 }
@@ -113,6 +127,11 @@ export interface RunningCluster {
   id: string;
   engines: RunningEngine[];
   engine(name: string): RunningEngine;
+  /** A whole cluster goes away: its listeners close (new connections are refused) and its
+   *  running requests end with an error, as on a power cut. Its engines stay down. */
+  killCluster(name: string): Promise<void>;
+  /** Changes a cluster's network delay from now on. */
+  setNetworkDelay(name: string, ms: number): void;
   close(): Promise<void>;
 }
 
@@ -133,6 +152,8 @@ export interface RecordedRequest {
 
 export interface EngineStats {
   engine: string;
+  /** The engine's cluster ("default" unless its spec names one). */
+  cluster: string;
   role: EngineRole;
   kvConnector: SimConnector;
   /** Requests whose prompt this engine computed (prefill forward passes). */
@@ -177,6 +198,9 @@ export interface EngineStats {
   kvReleasesSent?: number;
   /** Generation requests whose connection a dropConnection fault closed. Always present. */
   connectionsDropped?: number;
+  /** Pulls of this engine's handoffs by a decode engine of another cluster (refused): a
+   *  gateway that paired engines across clusters. Always present. */
+  crossClusterPulls?: number;
   /** Requests running now. */
   activeRequests: number;
   recent: RecordedRequest[];

@@ -12,6 +12,7 @@ import { createIsolateState, type IsolateState } from "./routing/isolate.js";
 import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
+import { clientLocation } from "./routing/geo.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { anthropicRoutes } from "./api/anthropic/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
@@ -38,6 +39,7 @@ interface RequestScope {
   events: EventSink;
   clientSignal: AbortSignal;
   waitUntil(p: Promise<unknown>): void;
+  request: Request;
 }
 
 /** The pipeline's context for one request to `model`: engine outcomes feed this isolate's
@@ -50,6 +52,7 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
     events: s.events,
     clientSignal: s.clientSignal,
     waitUntil: s.waitUntil,
+    client: () => clientLocation(s.config.geo.header, s.request.headers, (s.request as { cf?: unknown }).cf),
     outcomes: outcomeReporter({
       model,
       events: s.events,
@@ -111,7 +114,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
     isolate.engines.useBindings(c.env);
     const exec = c.executionCtx;
     const waitUntil = (p: Promise<unknown>) => exec.waitUntil(p);
-    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS, { counters: isolate.metrics.counters }), clientSignal: c.req.raw.signal, waitUntil };
+    const scope: RequestScope = { env: c.env, config, isolate, events: createEventSink(c.env.METRICS, { counters: isolate.metrics.counters }), clientSignal: c.req.raw.signal, waitUntil, request: c.req.raw };
     const gateway: GatewayContext = {
       arrivedAt,
       config,

@@ -1,7 +1,7 @@
 // Parses GATEWAY_CONFIG once per isolate (keyed by its value, so a changed var re-parses) and
 // turns zod issues into one message that names each bad field. The var is JSON text, or an
 // object when wrangler.toml writes it as a TOML table (wrangler then binds it as JSON).
-import { gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource, type REASONING_PARSERS, type TOOL_PARSERS } from "./schema.js";
+import { DEFAULT_CLUSTER, gatewayConfigSchema, type EngineConfig, type GatewayConfig, type ModelPd, type ModelPolicies, type TokenizerSource, type REASONING_PARSERS, type TOOL_PARSERS } from "./schema.js";
 import type * as z from "zod";
 
 export class ConfigError extends Error {
@@ -15,7 +15,7 @@ export class ConfigError extends Error {
   }
 }
 
-export interface LoadedConfig extends GatewayConfig {
+export interface LoadedConfig extends Omit<GatewayConfig, "models"> {
   models: Record<string, LoadedModel>;
 }
 export interface LoadedModel {
@@ -60,6 +60,8 @@ export function loadConfig(value: GatewayConfigVar): LoadedConfig {
 export function parseConfig(value: GatewayConfigVar): LoadedConfig {
   const parsed = gatewayConfigSchema.safeParse(rawConfig(value));
   if (!parsed.success) throw new ConfigError(`GATEWAY_CONFIG: ${describeIssues(parsed.error)}`, issueList(parsed.error));
+  const unknown = unknownClusters(parsed.data);
+  if (unknown.length > 0) throw new ConfigError(`GATEWAY_CONFIG: ${unknown.join("; ")}`, unknown);
   const models: Record<string, LoadedModel> = {};
   for (const [model, pools] of Object.entries(parsed.data.models)) {
     const name = (role: string) => (e: (typeof pools.prefill)[number], i: number): EngineConfig => ({
@@ -81,6 +83,22 @@ export function parseConfig(value: GatewayConfigVar): LoadedConfig {
     };
   }
   return { ...parsed.data, models };
+}
+
+/** Engines naming a cluster the config does not describe (a typo would otherwise make a
+ *  cluster of its own, placed nowhere). "default" needs no entry. */
+function unknownClusters(config: GatewayConfig): string[] {
+  const out: string[] = [];
+  for (const [model, pools] of Object.entries(config.models)) {
+    for (const role of ["prefill", "decode", "encode", "regular"] as const) {
+      pools[role].forEach((e, i) => {
+        if (e.cluster !== DEFAULT_CLUSTER && !Object.hasOwn(config.clusters, e.cluster)) {
+          out.push(`models.${model}.${role}.${i}.cluster: "${e.cluster}" is not described in clusters`);
+        }
+      });
+    }
+  }
+  return out;
 }
 
 /** The config document: the object itself, or the JSON text parsed. */

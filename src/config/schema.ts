@@ -8,6 +8,11 @@ import * as z from "zod";
  *  the parsers layer, and a unit test keeps the two lists equal). */
 export const TOOL_PARSERS = ["none", "hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "qwen", "qwen_xml", "qwen3_xml", "llama", "llama4_pythonic", "deepseek"] as const;
 export const REASONING_PARSERS = ["none", "qwen3", "qwen3_thinking", "deepseek_r1"] as const;
+/** Cluster names end up in headers (x-gateway-cluster), metric blobs and admin paths. */
+export const CLUSTER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const CLUSTER_NAME_RULE = "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+/** The cluster of an engine that names none. */
+export const DEFAULT_CLUSTER = "default";
 
 // Built on first use, not at the isolate's start-up (zod schema construction is most of what
 // zod costs there): each export is a stand-in that builds every schema on its first touch.
@@ -38,6 +43,20 @@ function build() {
       bootstrap_port: z.number().int().min(1).max(65535).optional(),
       /** Free-form string labels. */
       labels: z.record(z.string(), z.string()).default({}),
+      /** The cluster (one KV-transfer domain) the engine belongs to: a request's prefill, decode
+       *  and encode engines always come from one cluster (docs/clusters.md). Any name other
+       *  than "default" must be described in the top-level `clusters`. */
+      cluster: z.string().regex(CLUSTER_NAME_PATTERN, { message: CLUSTER_NAME_RULE }).default("default"),
+    })
+    .strict();
+
+  const clusterSchema = z
+    .object({
+      /** Where the cluster's engines are, in degrees: the client's nearest cluster serves it. */
+      lat: z.number().min(-90).max(90),
+      lon: z.number().min(-180).max(180),
+      /** A label for operators (the admin API, docs); routing does not read it. */
+      region: z.string().min(1).optional(),
     })
     .strict();
 
@@ -122,6 +141,24 @@ function build() {
       $schema: z.string().optional(),
       /** Model name (the OpenAI `model` field, or the `x-model` header) -> its engine pools. */
       models: z.record(z.string().min(1), modelSchema),
+      /** Clusters by name: where each one is (docs/clusters.md). Engines name theirs (`cluster`). */
+      clusters: z.record(z.string().regex(CLUSTER_NAME_PATTERN, { message: CLUSTER_NAME_RULE }), clusterSchema).default({}),
+      /** How a request's cluster is chosen (docs/clusters.md). */
+      geo: z
+        .object({
+          /** A request header carrying the client's "lat,lon" (local runs, tests, a front proxy
+           *  that knows better); honoured only when set. At the edge `request.cf` says where
+           *  the client is. */
+          header: z.string().regex(/^[A-Za-z0-9-]+$/, { message: "must be a header name" }).optional(),
+          /** Keep a routing key (x-routing-key) on the cluster it was first served by while that
+           *  cluster is healthy and not saturated, so its prefix caches stay warm (per isolate). */
+          sticky: z.boolean().default(false),
+          /** An engine that answered with a capacity status (retry.capacity_status_codes) counts as
+           *  saturated for cluster choice this long (ms). */
+          pushback_ms: z.number().int().min(0).max(600_000).default(2_000),
+        })
+        .strict()
+        .default({ sticky: false, pushback_ms: 2_000 }),
       /** Request size limits and Abort limits per API key. */
       limits: z
         .object({
@@ -296,7 +333,7 @@ function build() {
     })
     .strict();
 
-  return { transportSchema, engineSchema, policySchema, tokenizerSourceSchema, modelSchema, gatewayConfigSchema };
+  return { transportSchema, engineSchema, clusterSchema, policySchema, tokenizerSourceSchema, modelSchema, gatewayConfigSchema };
 }
 
 type Schemas = ReturnType<typeof build>;
@@ -324,6 +361,7 @@ function lazySchema<K extends keyof Schemas>(key: K): Schemas[K] {
 
 export const transportSchema = lazySchema("transportSchema");
 export const engineSchema = lazySchema("engineSchema");
+export const clusterSchema = lazySchema("clusterSchema");
 export const policySchema = lazySchema("policySchema");
 export const tokenizerSourceSchema = lazySchema("tokenizerSourceSchema");
 export const modelSchema = lazySchema("modelSchema");
@@ -337,5 +375,10 @@ export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ModelPools = GatewayConfig["models"][string];
 export type ModelPolicies = ModelPools["policy"];
 export type ModelPd = ModelPools["pd"];
-export type EngineConfig = z.infer<typeof engineSchema> & { name: string };
+export type EngineConfig = Omit<z.infer<typeof engineSchema>, "cluster"> & {
+  name: string;
+  /** Absent on hand-built entries (tests, registry rows from before clusters): "default". */
+  cluster?: string;
+};
+export type ClusterConfig = z.infer<typeof clusterSchema>;
 export type EngineRole = "prefill" | "decode" | "encode" | "regular";

@@ -26,4 +26,6 @@ export interface EngineTarget {
   transport: string;
   /** The Worker binding (a Workers VPC service) its requests go through, if any. */
   binding?: string;
+  /** The engine's cluster (metrics); absent = "default". */
+  cluster?: string;
 }

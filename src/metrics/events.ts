@@ -22,6 +22,8 @@ export interface PdDecisionEvent {
   prefillMs?: number;
   /** Only when KV params were injected or relayed to decode. */
   kvTransferMs?: number;
+  /** The cluster both engines are in (absent = "default"). */
+  cluster?: string;
 }
 
 /** Per contacted leg: the engine's outcome as an HTTP status (200 on success). None for a skipped leg. */
@@ -84,6 +86,8 @@ export interface EngineSelectionEvent {
   leg: Leg;
   /** The pool's policy (config `policy.<role>`). */
   policy: PolicyName;
+  /** The engine's cluster (absent = "default"). */
+  cluster?: string;
 }
 
 export type GatewayEvent =

@@ -64,7 +64,7 @@ export const LAYOUTS: { [T in GatewayEvent["type"]]: Layout<EventOf<T>> } = {
   pd_decision: {
     blobs: [
       "surface", "connectorMode", "prefill", "skipReason", "kvInjection", "prefillEngine", "decodeEngine",
-      { flag: "kv_transfer", of: kvTransferFlag },
+      { flag: "kv_transfer", of: kvTransferFlag }, "cluster",
     ],
     doubles: ["n", "prefillMs", "kvTransferMs"],
   },
@@ -75,7 +75,7 @@ export const LAYOUTS: { [T in GatewayEvent["type"]]: Layout<EventOf<T>> } = {
     doubles: ["ttftMs", "tpotMs", "generationMs", "inputTokens", "outputTokens"],
   },
   breaker_transition: { blobs: ["engine", "from", "to"], doubles: [] },
-  engine_selection: { blobs: ["engine", "leg", "policy"], doubles: [] },
+  engine_selection: { blobs: ["engine", "leg", "policy", "cluster"], doubles: [] },
 };
 
 /** Event fields that are booleans (blobs hold "true"/"false"). */

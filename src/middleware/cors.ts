@@ -1,6 +1,6 @@
 // CORS for browser clients from a configured origin allowlist. Allows the Connect, gRPC-web
 // OpenAI and Anthropic request headers and exposes the ones clients read (grpc-status, grpc-message,
-// x-pd-prefill, x-gateway-error-code).
+// x-pd-prefill, x-gateway-cluster, x-gateway-error-code).
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { GatewayContext } from "../context.js";
@@ -12,7 +12,7 @@ export const CORS_ALLOW_HEADERS = [
   "x-api-key", "anthropic-version", "anthropic-beta",
 ];
 export const CORS_EXPOSE_HEADERS = [
-  "grpc-status", "grpc-message", "grpc-status-details-bin", "x-pd-prefill", "x-gateway-error-code", "connect-content-encoding",
+  "grpc-status", "grpc-message", "grpc-status-details-bin", "x-pd-prefill", "x-gateway-cluster", "x-gateway-error-code", "connect-content-encoding",
 ];
 
 export function corsFromConfig(): MiddlewareHandler<{ Variables: { gateway: GatewayContext } }> {

@@ -138,6 +138,7 @@ async function runPd<P, F>(
     decodeEngine: decode.target.name,
     ...(prefillMs !== undefined ? { prefillMs } : {}),
     ...(handedOff ? { kvTransferMs: now() - kvWindowStart } : {}),
+    ...(decode.target.cluster !== undefined ? { cluster: decode.target.cluster } : {}),
   });
   return { prefill: plan.skip ? "skipped" : "ran", stream };
 }

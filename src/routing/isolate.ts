@@ -17,6 +17,7 @@ import { DEV_RING_CAPACITY, PointRing } from "../metrics/dev-ring.js";
 import { newMetricsCounters, type MetricsCounters } from "../metrics/sink.js";
 import { EngineLoadReadings } from "./engine-loads.js";
 import { RegistryView } from "./snapshot.js";
+import { ClusterMemory } from "./cluster-memory.js";
 import type { EngineTarget } from "../core/types.js";
 
 export interface IsolateState {
@@ -39,6 +40,8 @@ export interface IsolateState {
   tokenizers?: TokenizerBundles;
   /** Context lengths of models served by VllmEngine engines (GetModelInfo). */
   modelContexts: ModelContexts;
+  /** Sticky clusters of routing keys and recent capacity pushbacks (cluster choice). */
+  clusters: ClusterMemory;
 }
 
 export function createIsolateState(): IsolateState {
@@ -55,6 +58,7 @@ export function createIsolateState(): IsolateState {
     abortBatches: new AbortBatches((engine, ids) => sendAbort(engines, engine, ids)),
     registry: new RegistryView(),
     modelContexts: new ModelContexts(),
+    clusters: new ClusterMemory(),
   };
 }
 

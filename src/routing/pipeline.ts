@@ -23,6 +23,9 @@ import { prefixKeyOf } from "./policies.js";
 import { exclusionAfter, nextRetryDelay, type RetryState } from "./retry.js";
 import { selectAnotherDecode, selectEngines, type SelectOptions, type Selection } from "./select.js";
 import type { RoutingSnapshot } from "./snapshot.js";
+import { routeCluster, type ClusterRoute } from "./cluster-route.js";
+import { clusterOf } from "./cluster-view.js";
+import type { GeoPoint } from "./geo.js";
 
 export interface PipelineContext {
   config: LoadedConfig;
@@ -32,6 +35,9 @@ export interface PipelineContext {
   outcomes: OutcomeReporter;
   clientSignal: AbortSignal;
   waitUntil(promise: Promise<unknown>): void;
+  /** Where the client is (config geo.header, or the edge's request.cf), for cluster choice;
+   *  throws a 400 for a malformed geo header. */
+  client?(): GeoPoint | undefined;
 }
 
 /** A transport with what the pipeline needs around it. */
@@ -49,6 +55,8 @@ export interface PipelineRequest<P, F> {
   family: EngineFamily<P, F>;
   onDecision?(skipReason: SkipReason | undefined): void;
   onBackend?(backend: "pd" | "regular"): void;
+  /** Told each attempt's cluster before its legs run (for the x-gateway-cluster header). */
+  onCluster?(cluster: string): void;
 }
 
 export interface PipelineResult<F> extends AttemptResult<F> {
@@ -95,6 +103,8 @@ async function attempts<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, 
       if (!(err instanceof GatewayError) || ctx.clientSignal.aborted || tracked.abortRequested.aborted) throw err;
       if (err === history.last) throw err; // no engine was left to retry on
       if (err.engine !== undefined) (exclusionAfter(err.code) === "never" ? history.never : history.exclude).add(err.engine);
+      // A full engine makes its cluster look saturated to other requests too, for a while.
+      if (err.engine !== undefined && ctx.config.retry.capacity_status_codes.includes(err.status)) ctx.isolate.clusters.notePushback(err.engine, Date.now());
       if (err.retryable === false) throw err;
       const wait = nextRetryDelay(err.status, false, { ...retry, elapsedMs: Date.now() - started }, ctx.config.retry);
       if (wait === undefined) throw err;
@@ -108,8 +118,12 @@ async function attempts<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, 
 
 async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, requestId: string, history: AttemptHistory, tracked: TrackedRequest): Promise<AttemptResult<F>> {
   const { job, family } = req;
-  const selection = select(ctx, req, history);
-  const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport, ...(e.binding !== undefined ? { binding: e.binding } : {}) });
+  const route = clusterRoute(ctx, req, history);
+  const selection = select(ctx, req, history, route);
+  const cluster = clusterOf(selection.kind === "regular" ? selection.engine : selection.decode);
+  if (route && req.job.routingKey !== undefined && ctx.config.geo.sticky) ctx.isolate.clusters.remember(req.job.routingKey, cluster);
+  req.onCluster?.(cluster);
+  const target = (e: EngineConfig): EngineTarget => ({ name: e.name, url: e.url, transport: e.transport, cluster: clusterOf(e), ...(e.binding !== undefined ? { binding: e.binding } : {}) });
   const engines =
     selection.kind === "regular"
       ? { decode: { target: target(selection.engine), meta: { bootstrapHost: "" } }, hasEncodeAssignments: false }
@@ -120,9 +134,10 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
           // and its prefill engine may be where embeddings land, so prefill is kept.
           hasEncodeAssignments: selection.hasEncodeEngines,
           decider: deciderInputs(ctx, job.model, selection.prefill, selection.decode),
-          // Decode failover: another decode engine of the pool, none tried yet for this attempt.
+          // Decode failover: another decode engine of the pool, none tried yet for this attempt,
+          // in the same cluster (the handoff is valid only there).
           anotherDecode: async (tried: ReadonlySet<string>) => {
-            const engine = selectAnotherDecode(ctx.config, job.model, family.transports, selectOptions(ctx, req, tried, history.never));
+            const engine = selectAnotherDecode(ctx.config, job.model, family.transports, { ...selectOptions(ctx, req, tried, history.never), ...(route ? { models: route.models } : {}) });
             return engine ? { target: target(engine), meta: await family.kvMeta(engine, "decode") } : undefined;
           },
         };
@@ -158,24 +173,40 @@ function selectOptions<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, e
     never,
     ...(req.job.routingKey !== undefined ? { routingKey: req.job.routingKey } : {}),
     prefixKey: () => prefixKeyOf(req.job.prompt()),
-    onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy }),
+    onSelect: (e: EngineConfig, leg: Leg, policy: PolicyName) => ctx.events.emit({ type: "engine_selection", model, engine: e.name, leg, policy, cluster: clusterOf(e) }),
   };
 }
 
-function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, history: AttemptHistory): Exclude<Selection, { kind: "none" | "unavailable" }> {
+/** The attempt's cluster (undefined when the model has one): a fresh attempt may move. */
+function clusterRoute<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, history: AttemptHistory): ClusterRoute | undefined {
+  return routeCluster({
+    config: ctx.config,
+    routing: ctx.routing,
+    isolate: ctx.isolate,
+    waitUntil: ctx.waitUntil,
+    client: ctx.client?.(),
+    model: req.job.model,
+    transports: req.family.transports,
+    ...(req.job.routingKey !== undefined ? { routingKey: req.job.routingKey } : {}),
+    exclude: history.exclude,
+    never: history.never,
+  });
+}
+
+function select<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, history: AttemptHistory, route: ClusterRoute | undefined): Exclude<Selection, { kind: "none" | "unavailable" }> {
   const { model } = req.job;
-  const selection = selectEngines(ctx.config, model, req.family.transports, selectOptions(ctx, req, history.exclude, history.never));
+  const selection = selectEngines(ctx.config, model, req.family.transports, { ...selectOptions(ctx, req, history.exclude, history.never), ...(route ? { models: route.models } : {}) });
   // A retry with nothing left to try on (the engine that failed hung, or its breaker just
   // opened): the client gets that failure, naming the engine, not "no engine".
   if (selection.kind !== "pd" && selection.kind !== "regular" && history.last) throw history.last;
   if (selection.kind === "none") throw noEngineError(ctx, model);
-  if (selection.kind === "unavailable") throw unavailableError(ctx, model, selection.role, req.family.transports);
+  if (selection.kind === "unavailable") throw unavailableError(ctx, model, selection.role, req.family.transports, route?.models);
   return selection;
 }
 
 /** Every engine of a needed pool is out: 503 naming each one and why (a few at most). */
-function unavailableError(ctx: PipelineContext, model: string, role: EngineRole, transports: ReadonlySet<string>): GatewayError {
-  const pool = (ctx.routing.models[model]?.[role] ?? []).filter((e) => transports.has(e.transport));
+function unavailableError(ctx: PipelineContext, model: string, role: EngineRole, transports: ReadonlySet<string>, models = ctx.routing.models): GatewayError {
+  const pool = (models[model]?.[role] ?? []).filter((e) => transports.has(e.transport));
   const why = whyNotRoutable(ctx.routing, ctx.isolate.breakers, ctx.config.breaker);
   const shown = pool.slice(0, MAX_ENGINES_NAMED).map((e) => `'${e.name}': ${why(e) ?? "available again"}`);
   const more = pool.length > shown.length ? `, and ${pool.length - shown.length} more` : "";

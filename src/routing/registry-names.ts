@@ -4,7 +4,7 @@
 // spaces, control characters and leading punctuation (so "__proto__" is never a name), and
 // everything keyed by them uses Maps or null-prototype objects, so a name like "constructor"
 // is just a name. Pure.
-import { transportSchema } from "../config/schema.js";
+import { CLUSTER_NAME_PATTERN, CLUSTER_NAME_RULE, transportSchema } from "../config/schema.js";
 import { ENGINE_ROLES, type RegistryEngine } from "./registry-types.js";
 
 /** Engine ids appear in URL paths (/admin/engines/:id): no slashes. */
@@ -33,6 +33,7 @@ export function registryEngineProblem(e: unknown): string | undefined {
   if (typeof r.status !== "string" || !STATUSES.has(r.status)) return `status ${JSON.stringify(r.status)} is not active or draining`;
   if (typeof r.url !== "string" || !isUrl(r.url)) return `url ${JSON.stringify(r.url)} is not a URL`;
   if (typeof r.labels !== "object" || r.labels === null || Array.isArray(r.labels)) return "labels is not an object";
+  if (r.cluster !== undefined && (typeof r.cluster !== "string" || !CLUSTER_NAME_PATTERN.test(r.cluster))) return `cluster ${JSON.stringify(r.cluster)} ${CLUSTER_NAME_RULE}`;
   return undefined;
 }
 

@@ -30,7 +30,7 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
 
-const OVERRIDE_KEYS = ["kv_connector", "kv_engine_id", "dp_rank", "dp_size", "bootstrap_port", "binding"] as const;
+const OVERRIDE_KEYS = ["kv_connector", "kv_engine_id", "dp_rank", "dp_size", "bootstrap_port", "binding", "cluster"] as const;
 
 type Row = Record<string, SqlStorageValue>;
 

@@ -18,6 +18,8 @@ export interface EngineOverrides {
   bootstrap_port?: number;
   /** The Worker binding (Workers VPC) every request to the engine goes through. */
   binding?: string;
+  /** The engine's cluster (KV-transfer domain); absent = "default". */
+  cluster?: string;
 }
 
 /** What registration learned from the engine (GetModelInfo + GetServerInfo, or /v1/models),

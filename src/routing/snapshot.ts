@@ -175,6 +175,7 @@ export function toEngineConfig(e: RegistryEngine): EngineConfig {
   if (e.dp_size !== undefined) c.dp_size = e.dp_size;
   if (e.bootstrap_port !== undefined) c.bootstrap_port = e.bootstrap_port;
   if (e.binding !== undefined) c.binding = e.binding;
+  if (e.cluster !== undefined) c.cluster = e.cluster;
   return c;
 }
 

@@ -98,3 +98,39 @@ it("shows the models whose engines disagree on their tokenizer bundle (none here
   const after = (await (await gw.admin("GET", "/admin/engines")).json()) as { tokenizer_conflicts: unknown[] };
   expect(after.tokenizer_conflicts).toEqual([{ model: "m", engines: [{ engine: "d1", sha256: "a".repeat(64) }, { engine: "d2", sha256: "b".repeat(64) }] }]);
 });
+
+it("groups engines by cluster with each cluster's state; a registered engine carries its cluster into routing", async () => {
+  const gw = adminGateway({
+    ...config(),
+    clusters: { a: { lat: 50, lon: 8, region: "eu" }, b: { lat: 39, lon: -77 } },
+    models: {
+      [MODEL]: {
+        // Names of their own: earlier tests left shared breakers for "prefill" and "decode".
+        prefill: [{ name: "prefill-a", url: cluster.url("prefill"), cluster: "a" }],
+        decode: [{ name: "decode-a", url: cluster.url("decode"), cluster: "a" }],
+      },
+    },
+    registry: { allowed_hosts: ["127.0.0.1"], snapshot_ttl_ms: 0 },
+  });
+  const refused = await gw.admin("POST", "/admin/engines", { name: "reg-x", model: MODEL, role: "decode", url: cluster.url("d2"), cluster: "nowhere" });
+  expect(refused.status).toBe(400);
+  expect(((await refused.json()) as { error: { param: string } }).error.param).toBe("cluster");
+
+  expect((await gw.admin("POST", "/admin/engines", { name: "reg-d2", model: MODEL, role: "decode", url: cluster.url("d2"), cluster: "b" })).status).toBe(201);
+  type Listing = { engines: (Listed & { cluster: string })[]; clusters: { name: string; region: string | null; state: string; models: Record<string, string>; engines: string[] }[] };
+  const listing = async () => (await (await gw.admin("GET", "/admin/engines")).json()) as Listing;
+  await gw.settle();
+  const seen = await eventually(async () => {
+    await gw.settle();
+    const l = await listing();
+    // The routed view (config + registry snapshot) has the registered engine in b.
+    expect(l.clusters.find((c) => c.name === "b")?.engines).toEqual(["reg-d2"]);
+    return l;
+  });
+  expect(seen.engines.map((e) => [e.id, e.cluster])).toEqual([["prefill-a", "a"], ["decode-a", "a"], ["reg-d2", "b"]]);
+  expect(seen.clusters).toEqual([
+    { name: "a", region: "eu", lat: 50, lon: 8, state: "ready", models: { [MODEL]: "ready" }, engines: ["prefill-a", "decode-a"] },
+    // A decode engine without a prefill engine cannot serve a PD request: down.
+    { name: "b", region: null, lat: 39, lon: -77, state: "down", models: { [MODEL]: "down" }, engines: ["reg-d2"] },
+  ]);
+});

@@ -31,7 +31,7 @@ describe("gating visible in the data", () => {
     const [decision, ...more] = raw(gw.metrics, "pd_decision");
     expect(more).toHaveLength(0);
     expect(decision!.indexes).toEqual(["m"]);
-    expect(decision!.blobs).toEqual(["v1", "pd_decision", "engine", "nixl", "ran", "", "relayed", "prefill", "decode", "measured"]);
+    expect(decision!.blobs).toEqual(["v1", "pd_decision", "engine", "nixl", "ran", "", "relayed", "prefill", "decode", "measured", "default"]);
     const [n, prefillMs, kvTransferMs] = decision!.doubles!;
     expect(n).toBe(1);
     expect(isDuration(prefillMs)).toBe(true);
@@ -54,7 +54,7 @@ describe("gating visible in the data", () => {
     await gw.settle();
 
     const [decision] = raw(gw.metrics, "pd_decision");
-    expect(decision!.blobs).toEqual(["v1", "pd_decision", "engine", "nixl", "skipped", "fanout", "none", "prefill", "decode", "prefill_skipped"]);
+    expect(decision!.blobs).toEqual(["v1", "pd_decision", "engine", "nixl", "skipped", "fanout", "none", "prefill", "decode", "prefill_skipped", "default"]);
     const [n, prefillMs, kvTransferMs] = decision!.doubles!;
     expect(n).toBe(4);
     expect(prefillMs).toBeNaN();
@@ -73,7 +73,7 @@ describe("gating visible in the data", () => {
 
     expect(raw(gw.metrics, "kv_transfer_failure")).toEqual([{ indexes: ["m"], blobs: ["v1", "kv_transfer_failure", "prefill"], doubles: [] }]);
     const [decision] = raw(gw.metrics, "pd_decision");
-    expect(decision!.blobs!.slice(4)).toEqual(["ran", "", "none", "prefill", "decode", "not_injected"]);
+    expect(decision!.blobs!.slice(4)).toEqual(["ran", "", "none", "prefill", "decode", "not_injected", "default"]);
     expect(isDuration(decision!.doubles![1])).toBe(true);
     expect(decision!.doubles![2]).toBeNaN();
   });

@@ -39,7 +39,7 @@ describe("OpenAI surface", () => {
     expect(requests[0]!.doubles![0]).toBe(200);
 
     const [decision] = raw(gw.metrics, "pd_decision");
-    expect(decision!.blobs).toEqual(["v1", "pd_decision", "openai", "nixl", "ran", "", "relayed", "prefill", "decode", "measured"]);
+    expect(decision!.blobs).toEqual(["v1", "pd_decision", "openai", "nixl", "ran", "", "relayed", "prefill", "decode", "measured", "default"]);
     expect(decision!.doubles![0]).toBe(1);
     expect(isDuration(decision!.doubles![1])).toBe(true);
     expect(isDuration(decision!.doubles![2])).toBe(true);
@@ -57,7 +57,7 @@ describe("OpenAI surface", () => {
     await gw.settle();
 
     const [decision] = raw(gw.metrics, "pd_decision");
-    expect(decision!.blobs!.slice(2)).toEqual(["openai", "nixl", "skipped", "fanout", "none", "prefill", "decode", "prefill_skipped"]);
+    expect(decision!.blobs!.slice(2)).toEqual(["openai", "nixl", "skipped", "fanout", "none", "prefill", "decode", "prefill_skipped", "default"]);
     expect(decision!.doubles![0]).toBe(2);
     expect(decision!.doubles![1]).toBeNaN();
     expect(decision!.doubles![2]).toBeNaN();

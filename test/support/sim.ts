@@ -11,6 +11,9 @@ export interface TestCluster {
   stats(name: string): Promise<EngineStats>;
   reset(name?: string): Promise<void>;
   setFaults(name: string, faults: SimFault | SimFault[]): Promise<void>;
+  /** Every engine of one cluster goes down at once (sim/cluster.ts killCluster). */
+  killCluster(name: string): Promise<void>;
+  setNetworkDelay(name: string, ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -23,6 +26,10 @@ export async function startTestCluster(spec: ClusterSpec): Promise<TestCluster> 
     const e = body.engines.find((x) => x.spec.name === name);
     if (!e) throw new Error(`no sim engine ${name}`);
     return e;
+  };
+  const control = async (op: string, payload: unknown) => {
+    const r = await fetch(`${base}/clusters/${body.id}/${op}`, { method: "POST", body: JSON.stringify(payload), headers: { "content-type": "application/json" } });
+    if (r.status !== 204) throw new Error(`sim ${op} failed: ${r.status} ${await r.text()}`);
   };
   const cluster: TestCluster = {
     id: body.id,
@@ -40,6 +47,12 @@ export async function startTestCluster(spec: ClusterSpec): Promise<TestCluster> 
     async setFaults(name, faults) {
       const r = await fetch(`${engine(name).url}/sim/faults`, { method: "POST", body: JSON.stringify(faults) });
       if (!r.ok) throw new Error(`setFaults failed: ${r.status} ${await r.text()}`);
+    },
+    async killCluster(name) {
+      await control("kill", { cluster: name });
+    },
+    async setNetworkDelay(name, ms) {
+      await control("delay", { cluster: name, networkDelayMs: ms });
     },
     async close() {
       await (await fetch(`${base}/clusters/${body.id}`, { method: "DELETE" })).body?.cancel();

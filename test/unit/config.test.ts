@@ -17,6 +17,16 @@ describe("parseConfig", () => {
     const c = parseConfig(JSON.stringify({ models: { m: { tool_parser: "qwen3_coder", reasoning_parser: "qwen3" } } }));
     expect([c.models.m!.tool_parser, c.models.m!.reasoning_parser]).toEqual(["qwen3_coder", "qwen3"]);
   });
+  it("places engines in the default cluster unless they name a described one", () => {
+    const c = parseConfig(JSON.stringify({
+      clusters: { eu: { lat: 50.1, lon: 8.7, region: "eu-central" } },
+      models: { m: { prefill: [{ url: "http://127.0.0.1:1" }], decode: [{ url: "http://127.0.0.1:2", cluster: "eu" }] } },
+    }));
+    expect(c.models.m!.prefill[0]!.cluster).toBe("default");
+    expect(c.models.m!.decode[0]!.cluster).toBe("eu");
+    expect(c.clusters.eu).toEqual({ lat: 50.1, lon: 8.7, region: "eu-central" });
+    expect(c.geo).toEqual({ sticky: false, pushback_ms: 2_000 });
+  });
   it.each([
     [undefined, /not set/],
     ["{", /not valid JSON/],
@@ -32,6 +42,11 @@ describe("parseConfig", () => {
     [JSON.stringify({ models: { m: { tokenizer: { url: "file:///x.zip" } } } }), /models\.m\.tokenizer\.url/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", sha256: "abc" } } } }), /models\.m\.tokenizer\.sha256/],
     [JSON.stringify({ models: { m: { tokenizer: { url: "https://x/t.zip", path: "t" } } } }), /models\.m\.tokenizer/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", cluster: "eu" }] } } }), /models\.m\.decode\.0\.cluster: "eu" is not described in clusters/],
+    [JSON.stringify({ models: { m: { decode: [{ url: "http://x", cluster: "eu west" }] } } }), /models\.m\.decode\.0\.cluster: must be 1-64/],
+    [JSON.stringify({ models: {}, clusters: { eu: { lat: 91, lon: 0 } } }), /clusters\.eu\.lat/],
+    [JSON.stringify({ models: {}, clusters: { eu: { lat: 50 } } }), /clusters\.eu\.lon/],
+    [JSON.stringify({ models: {}, geo: { header: "x geo" } }), /geo\.header: must be a header name/],
   ])("rejects %s naming the field", (text, message) => {
     expect(() => parseConfig(text)).toThrow(ConfigError);
     expect(() => parseConfig(text)).toThrow(message);

@@ -20,23 +20,23 @@ const cases: { event: GatewayEvent; blobs: string[]; doubles: number[] }[] = [
   },
   {
     event: { type: "pd_decision", model: "m", surface: "engine", connectorMode: "nixl", prefill: "ran", kvInjection: "relayed", n: 1, prefillEngine: "p", decodeEngine: "d", prefillMs: 12.5, kvTransferMs: 3 },
-    blobs: ["v1", "pd_decision", "engine", "nixl", "ran", "", "relayed", "p", "d", "measured"],
+    blobs: ["v1", "pd_decision", "engine", "nixl", "ran", "", "relayed", "p", "d", "measured", ""],
     doubles: [1, 12.5, 3],
   },
   {
     event: { type: "pd_decision", model: "m", surface: "openai", connectorMode: "nixl", prefill: "skipped", skipReason: "fanout", kvInjection: "none", n: 4, prefillEngine: "p", decodeEngine: "d" },
-    blobs: ["v1", "pd_decision", "openai", "nixl", "skipped", "fanout", "none", "p", "d", "prefill_skipped"],
+    blobs: ["v1", "pd_decision", "openai", "nixl", "skipped", "fanout", "none", "p", "d", "prefill_skipped", ""],
     doubles: [4, NaN_, NaN_],
   },
   {
     event: { type: "pd_decision", model: "m", surface: "engine", connectorMode: "passthrough", prefill: "ran", kvInjection: "none", n: 1, prefillEngine: "p", decodeEngine: "d", prefillMs: 9 },
-    blobs: ["v1", "pd_decision", "engine", "passthrough", "ran", "", "none", "p", "d", "not_injected"],
+    blobs: ["v1", "pd_decision", "engine", "passthrough", "ran", "", "none", "p", "d", "not_injected", ""],
     doubles: [1, 9, NaN_],
   },
   {
     // The HTTP executor injects params but times no transfer window.
     event: { type: "pd_decision", model: "m", surface: "openai", connectorMode: "nixl", prefill: "ran", kvInjection: "relayed", n: 1, prefillEngine: "p", decodeEngine: "d", prefillMs: 9 },
-    blobs: ["v1", "pd_decision", "openai", "nixl", "ran", "", "relayed", "p", "d", "not_measured"],
+    blobs: ["v1", "pd_decision", "openai", "nixl", "ran", "", "relayed", "p", "d", "not_measured", ""],
     doubles: [1, 9, NaN_],
   },
   {
@@ -76,8 +76,18 @@ const cases: { event: GatewayEvent; blobs: string[]; doubles: number[] }[] = [
   },
   {
     event: { type: "engine_selection", model: "m", engine: "p", leg: "prefill", policy: "power_of_two" },
-    blobs: ["v1", "engine_selection", "p", "prefill", "power_of_two"],
+    blobs: ["v1", "engine_selection", "p", "prefill", "power_of_two", ""],
     doubles: [],
+  },
+  {
+    event: { type: "engine_selection", model: "m", engine: "p", leg: "prefill", policy: "round_robin", cluster: "eu-west" },
+    blobs: ["v1", "engine_selection", "p", "prefill", "round_robin", "eu-west"],
+    doubles: [],
+  },
+  {
+    event: { type: "pd_decision", model: "m", surface: "engine", connectorMode: "nixl", prefill: "ran", kvInjection: "relayed", n: 1, prefillEngine: "p", decodeEngine: "d", prefillMs: 2, kvTransferMs: 1, cluster: "us-east" },
+    blobs: ["v1", "pd_decision", "engine", "nixl", "ran", "", "relayed", "p", "d", "measured", "us-east"],
+    doubles: [1, 2, 1],
   },
 ];
 

@@ -3,6 +3,7 @@
 // discovery contacts the engine; the object re-checks conflicts atomically when it stores.
 import type { LoadedConfig } from "../../config/load.js";
 import { GatewayError } from "../../core/errors.js";
+import { DEFAULT_CLUSTER } from "../../config/schema.js";
 import { discoverEngine } from "../../routing/discovery.js";
 import type { EngineClients } from "../../backends/engine-clients.js";
 import { checkEngineUrl, normalizeEngineUrl } from "../../routing/engine-url.js";
@@ -32,6 +33,9 @@ export async function prepareEngine(
     throw new GatewayError("invalid_request", 400, `binding: the Worker has no binding ${body.binding} (declare it in wrangler.toml vpc_services)`, undefined, "binding");
   }
   const url = check.url;
+  if (body.cluster !== DEFAULT_CLUSTER && !Object.hasOwn(config.clusters, body.cluster)) {
+    throw new GatewayError("invalid_request", 400, `cluster: "${body.cluster}" is not described in the config's clusters`, undefined, "cluster");
+  }
 
   for (const [model, pools] of Object.entries(config.models)) {
     for (const role of ENGINE_ROLES) {
@@ -67,5 +71,6 @@ export async function prepareEngine(
   if (body.dp_size !== undefined) engine.dp_size = body.dp_size;
   if (body.bootstrap_port !== undefined) engine.bootstrap_port = body.bootstrap_port;
   if (body.binding !== undefined) engine.binding = body.binding;
+  if (body.cluster !== DEFAULT_CLUSTER) engine.cluster = body.cluster;
   return engine;
 }

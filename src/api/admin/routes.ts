@@ -16,6 +16,7 @@ import { bearerToken, tokenMatches } from "./auth.js";
 import { ENGINE_ID_PATTERN, parseBody, registerBodySchema, updateBodySchema } from "./bodies.js";
 import { newEngineId, prepareEngine } from "./register.js";
 import { configEngineView, engineView, type IsolateView } from "./view.js";
+import { clustersView } from "./clusters-view.js";
 
 type AdminEnv = { Bindings: Env; Variables: { gateway: GatewayContext; registry: RegistryStub } };
 type AdminContext = Context<AdminEnv>;
@@ -124,7 +125,7 @@ export function adminRoutes() {
       // Engines of one model that serve different tokenizer bundles (seen by this isolate):
       // a config error, since the gateway tokenizes once for all of them.
       const tokenizerConflicts = (gw.isolate.tokenizers?.conflicts() ?? []).filter((x) => model === undefined || x.model === model);
-      return c.json({ engines, tokenizer_conflicts: tokenizerConflicts });
+      return c.json({ engines, clusters: clustersView(gw, model), tokenizer_conflicts: tokenizerConflicts });
     }),
   );
 

@@ -2,7 +2,7 @@
 // source, its shared health and breaker state (from the registry object), and what this
 // isolate knows of it (its own breaker, its in-flight requests). snake_case like the rest of
 // the API. Pure.
-import type { EngineConfig, EngineRole } from "../../config/schema.js";
+import { DEFAULT_CLUSTER, type EngineConfig, type EngineRole } from "../../config/schema.js";
 import { currentState, type Breaker, type BreakerSettings } from "../../routing/breaker.js";
 import type { EngineHealth } from "../../routing/health-state.js";
 import type { RegistryEngineState } from "../../routing/registry-types.js";
@@ -48,6 +48,7 @@ export function engineView(s: RegistryEngineState, breakerSettings: BreakerSetti
   return {
     source: "registry" as const,
     ...s.engine,
+    cluster: s.engine.cluster ?? DEFAULT_CLUSTER,
     health: healthView(s.health),
     breaker: breakerView(s.breaker, breakerSettings, now),
     ...(local ? { isolate: local } : {}),
@@ -75,6 +76,7 @@ export function configEngineView(
     labels: labels ?? {},
     status: "active" as const,
     ...overrides,
+    cluster: overrides.cluster ?? DEFAULT_CLUSTER,
     health: healthView(shared.health),
     breaker: breakerView(shared.breaker, breakerSettings, now),
     isolate: isolateView(name, isolate, breakerSettings, now)!,

@@ -50,6 +50,7 @@ export async function handleMessages(gw: GatewayContext, request: Request): Prom
       family: openAiHttpFamily(gw.isolate),
       onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
       onBackend: (b) => metrics.backend((backend = b)),
+      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
     });
     if (req.stream) return streamed(gw, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
     const body = await readLegBody(stream, gw.clientSignal);

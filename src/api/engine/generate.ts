@@ -64,6 +64,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
         ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
       },
       onBackend: (b) => metrics.backend(b),
+      onCluster: (cluster) => ctx.responseHeader.set("x-gateway-cluster", cluster),
     });
     const { stream } = result;
     const raw = handover && stream.detachRaw?.();

@@ -52,6 +52,7 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
     family: vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms),
     onDecision: (reason) => s.headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
     onBackend: (b) => s.metrics.backend(b),
+    onCluster: (cluster) => s.headers.set("x-gateway-cluster", cluster),
   });
   const chat = p.route === "/v1/chat/completions";
   const head = { api: chat ? "chat" : "completions", id: `${chat ? "chatcmpl" : "cmpl"}-${s.requestId}`, created: Math.floor(Date.now() / 1000), model: p.model } as const;

@@ -80,6 +80,7 @@ export async function handleGeneration(gw: GatewayContext, req: Request, route: 
       family: openAiHttpFamily(gw.isolate),
       onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
       onBackend: (b) => metrics.backend((backend = b)),
+      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
     });
     return await render(gw, p, stream, { requestId, headers, metrics, leg: backend === "regular" ? "engine" : "decode" });
   } catch (err) {
@@ -99,8 +100,10 @@ async function render(
   const out = relayResponseHeaders(stream.headers());
   // The gateway's own headers: the request id and the PD decision (no iteration needed).
   out.set("x-request-id", s.requestId);
-  const decision = s.headers.get("x-pd-prefill");
-  if (decision !== null) out.set("x-pd-prefill", decision);
+  for (const name of ["x-pd-prefill", "x-gateway-cluster"]) {
+    const v = s.headers.get(name);
+    if (v !== null) out.set(name, v);
+  }
   if (!p.stream) {
     const body = await passThrough(gw, stream);
     s.metrics.end(200);

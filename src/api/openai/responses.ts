@@ -70,6 +70,7 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
       family: openAiHttpFamily(gw.isolate),
       onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
       onBackend: (b) => metrics.backend((backend = b)),
+      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
     });
     if (req.stream) return streamed(gw, turn, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
     const response = finalResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);

@@ -49,7 +49,7 @@ describe("parseBody", () => {
 
   it("applies the engine schema's defaults", () => {
     expect(parseBody(registerBodySchema, JSON.stringify({ url: "http://h:1", model: "m", role: "prefill" }))).toEqual({
-      url: "http://h:1", model: "m", role: "prefill", transport: "connect", labels: {},
+      url: "http://h:1", model: "m", role: "prefill", transport: "connect", labels: {}, cluster: "default",
     });
   });
 
@@ -62,6 +62,7 @@ describe("parseBody", () => {
     ['{"url":"http://h:1","model":"m","role":"prefill","bootstrap_port":70000}', "bootstrap_port", /^bootstrap_port: /],
     ['{"url":"http://h:1","model":"m","role":"prefill","extra":1,"more":2}', "extra", /^extra: unknown field$/],
     ['{"model":"m"}', "url", /^url: .*; role: /],
+    ['{"url":"http://h:1","model":"m","role":"prefill","cluster":"-bad"}', "cluster", /^cluster: must be 1-64 letters/],
   ])("%s -> 400 naming %s", (text, param, message) => {
     const err = fail(registerBodySchema, text);
     expect(err).toMatchObject({ code: "invalid_request", status: 400 });
@@ -83,7 +84,11 @@ describe("engineView", () => {
   const settings = { failure_threshold: 2, success_threshold: 1, timeout_secs: 10, disabled: false };
 
   it("shows absent state as null", () => {
-    expect(engineView({ engine }, settings)).toEqual({ source: "registry", ...engine, health: null, breaker: null });
+    expect(engineView({ engine }, settings)).toEqual({ source: "registry", ...engine, cluster: "default", health: null, breaker: null });
+  });
+
+  it("shows a registry engine's cluster", () => {
+    expect(engineView({ engine: { ...engine, cluster: "eu-west" } }, settings).cluster).toBe("eu-west");
   });
 
   it("shows health and breaker in snake_case, the breaker as routing sees it now", () => {
