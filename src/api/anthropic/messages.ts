@@ -10,12 +10,11 @@ import { engineRequestHeaders, engineRouteUrl, passedThroughStatus, upstreamErro
 import { anthropicErrorEvent, anthropicErrorResponse } from "../../errors/anthropic.js";
 import { toGatewayError } from "../../errors/render.js";
 import type { LegStream } from "../../pd/leg.js";
-import { prefillDecisionHeader } from "../../pd/skip.js";
-import { OPENAI_HTTP_TRANSPORTS, openAiHttpFamily } from "../../routing/families.js";
-import { noEngineError, runPipeline } from "../../routing/pipeline.js";
+import { OPENAI_HTTP_TRANSPORTS } from "../../routing/families.js";
+import { noEngineError } from "../../routing/pipeline.js";
 import { enginesOf } from "../../routing/select.js";
 import { eventRelay, type NamedEvent } from "../event-relay.js";
-import { buildJob } from "../job.js";
+import { runHttpApiJob } from "../http-api-job.js";
 import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
@@ -31,28 +30,8 @@ export async function handleMessages(gw: GatewayContext, request: Request): Prom
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
     refuseUnlessServed(gw, req.model);
-    const job = buildJob(gw, {
-      model: req.model,
-      surface: "anthropic",
-      endpoint: "/v1/messages",
-      payload: { route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, clientHeaders: request.headers },
-      prompt: () => ({ text: messagesText(req.body) }),
-      fanout: 1,
-      hasMmInputs: false,
-      streamed: req.stream,
-      clientRequestId: requestId,
-      headers: request.headers,
-    });
-    metrics.forJob(job);
-    let backend: "pd" | "regular" = "regular";
-    const { stream } = await runPipeline(gw.pipeline(req.model), {
-      job,
-      family: openAiHttpFamily(gw.isolate),
-      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-      onBackend: (b) => metrics.backend((backend = b)),
-      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
-    });
-    if (req.stream) return streamed(gw, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
+    const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "anthropic", route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, promptText: () => messagesText(req.body), requestId, request }, metrics, headers);
+    if (req.stream) return streamed(gw, stream, headers, { leg, metrics });
     const body = await readLegBody(stream, gw.clientSignal);
     metrics.end(200);
     headers.set("content-type", "application/json");

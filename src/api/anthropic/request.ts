@@ -1,8 +1,7 @@
 // Checks an Anthropic Messages request (POST /v1/messages, /v1/messages/count_tokens): JSON,
 // and the fields the gateway reads or Anthropic's API requires. Every failure is a 400 naming
 // the field, rendered in Anthropic's error shape. Pure; the body goes to the engine as sent.
-import { GatewayError } from "../../core/errors.js";
-import { jsonLimitIssue } from "../json-limits.js";
+import { invalidField, modelBody } from "../json-body.js";
 
 export interface MessagesRequest {
   text: string;
@@ -11,21 +10,11 @@ export interface MessagesRequest {
   stream: boolean;
 }
 
-const invalid = (param: string, message: string) => new GatewayError("invalid_request", 400, `${param}: ${message}`, undefined, param);
+const invalid = invalidField;
 
 /** `countTokens`: count_tokens takes no max_tokens. */
 export function parseMessagesRequest(text: string, countTokens = false): MessagesRequest {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new GatewayError("invalid_json", 400, `request body is not valid JSON: ${(err as Error).message}`);
-  }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new GatewayError("invalid_request", 400, "request body must be a JSON object");
-  const body = json as Record<string, unknown>;
-  const limit = jsonLimitIssue(text, body);
-  if (limit) throw invalid(limit.param || "(body)", limit.message);
-  if (typeof body.model !== "string" || body.model === "") throw invalid("model", "must be a non-empty string");
+  const body = modelBody(text);
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid("messages", "must be a non-empty array");
   body.messages.forEach((m, i) => {
     if (typeof m !== "object" || m === null || Array.isArray(m)) throw invalid(`messages[${i}]`, "must be an object");

@@ -1,8 +1,7 @@
 // Checks a Responses API request (POST /v1/responses): JSON, the fields the gateway reads
 // itself, and what it refuses rather than ignores. Every failure is a 400 naming the field.
 // Pure; the JSON text's other fields go to the engine as sent.
-import { GatewayError } from "../../core/errors.js";
-import { jsonLimitIssue } from "../json-limits.js";
+import { invalidField, modelBody } from "../json-body.js";
 
 /** One input item as the client sent it (a message, function_call, function_call_output,
  *  reasoning, ...): the engine reads it, the gateway only stores and forwards it. */
@@ -19,7 +18,7 @@ export interface ResponsesRequest {
   input: ResponseItem[];
 }
 
-const invalid = (param: string, message: string, code = "invalid_request") => new GatewayError(code, 400, `${param}: ${message}`, undefined, param);
+const invalid = invalidField;
 
 /** Fields with a value the gateway cannot serve: refused, never ignored. */
 const UNSUPPORTED: Record<string, (v: unknown) => boolean> = {
@@ -32,17 +31,7 @@ const UNSUPPORTED: Record<string, (v: unknown) => boolean> = {
 };
 
 export function parseResponsesRequest(text: string): ResponsesRequest {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new GatewayError("invalid_json", 400, `request body is not valid JSON: ${(err as Error).message}`);
-  }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new GatewayError("invalid_request", 400, "request body must be a JSON object");
-  const body = json as Record<string, unknown>;
-  const limit = jsonLimitIssue(text, body);
-  if (limit) throw invalid(limit.param || "(body)", limit.message);
-  if (typeof body.model !== "string" || body.model === "") throw invalid("model", "must be a non-empty string");
+  const body = modelBody(text);
   for (const [field, refused] of Object.entries(UNSUPPORTED)) {
     if (refused(body[field])) throw invalid(field, "is not supported by this gateway", "unsupported_parameter");
   }

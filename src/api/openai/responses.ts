@@ -10,13 +10,11 @@ import { viaChat } from "./responses-via-chat.js";
 import { uuidv7 } from "../../core/ids.js";
 import { openAiErrorResponse, sseErrorEvent } from "../../errors/openai.js";
 import { toGatewayError } from "../../errors/render.js";
-import { prefillDecisionHeader } from "../../pd/skip.js";
 import type { LegStream } from "../../pd/leg.js";
-import { openAiHttpFamily } from "../../routing/families.js";
-import { noEngineError, runPipeline } from "../../routing/pipeline.js";
+import { noEngineError } from "../../routing/pipeline.js";
 import { readBodyText } from "../../core/body-text.js";
 import { eventRelay, type NamedEvent } from "../event-relay.js";
-import { buildJob } from "../job.js";
+import { runHttpApiJob } from "../http-api-job.js";
 import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
@@ -51,28 +49,10 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     if (path === "chat") return await viaChat(gw, request, turn, headers);
     const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
     delete engineBody.previous_response_id;
-    const job = buildJob(gw, {
-      model: req.model,
-      surface: "openai",
-      endpoint: "/v1/responses",
-      payload: { route: "/v1/responses", text: JSON.stringify(engineBody), body: engineBody, stream: req.stream, clientHeaders: request.headers },
-      prompt: () => ({ text: conversationText(req.body.instructions, turn.conversation) }),
-      fanout: 1,
-      hasMmInputs: false,
-      streamed: req.stream,
-      clientRequestId: requestId,
-      headers: request.headers,
-    });
-    metrics.forJob(job);
-    let backend: "pd" | "regular" = "regular";
-    const { stream } = await runPipeline(gw.pipeline(req.model), {
-      job,
-      family: openAiHttpFamily(gw.isolate),
-      onDecision: (reason) => headers.set("x-pd-prefill", prefillDecisionHeader(reason)),
-      onBackend: (b) => metrics.backend((backend = b)),
-      onCluster: (cluster) => headers.set("x-gateway-cluster", cluster),
-    });
-    if (req.stream) return streamed(gw, turn, stream, headers, { leg: backend === "regular" ? "engine" : "decode", metrics });
+    const text = JSON.stringify(engineBody);
+    const promptText = () => conversationText(req.body.instructions, turn.conversation);
+    const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "openai", route: "/v1/responses", text, body: engineBody, stream: req.stream, promptText, requestId, request }, metrics, headers);
+    if (req.stream) return streamed(gw, turn, stream, headers, { leg, metrics });
     const response = finalResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);
     if (turn.stored) await store(gw, turn, response);
     metrics.end(200);
