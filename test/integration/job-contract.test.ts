@@ -164,7 +164,7 @@ describe("the same job on every surface and transport", () => {
 
     const decision = only(gw, "pd_decision");
     expect(decision).toMatchObject({ model: MODEL, prefill: "ran", kvInjection: "relayed", n: 1, prefillEngine: "prefill", decodeEngine: "decode-a" });
-    expect(present(decision)).toEqual(["connectorMode", "decodeEngine", "kvInjection", "kvTransferMs", "model", "n", "prefill", "prefillEngine", "prefillMs", "surface", "type"]);
+    expect(present(decision)).toEqual(["cluster", "connectorMode", "decodeEngine", "kvInjection", "kvTransferMs", "model", "n", "prefill", "prefillEngine", "prefillMs", "surface", "type"]);
   });
 
   it.each([
