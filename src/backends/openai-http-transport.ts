@@ -102,10 +102,14 @@ export function openAiHttpTransport(engines: Pick<EngineConnections, "fetchFor">
         close() {
           if (ended || closed) return;
           closed = true;
-          // A detached body being piped is cancelled by its pipe (the leg's signal): cancelling
-          // the body closes the engine's connection, where aborting the fetch now would not.
-          if (!reader && resBody?.locked) return;
+          // Aborting the fetch errors the body at its source (workerd wraps it in an
+          // AbortableInputStream), so a pipe from a detached body ends after the bytes it holds,
+          // never inside a write (a pipe stopped by its own signal mid-write leaves the client's
+          // body broken, docs/configuration.md "SSE relays"). A detached body being piped is
+          // cancelled by its pipe too (the leg's signal); that cancel is what closes the
+          // engine's connection at once.
           controller.abort();
+          if (!reader && resBody?.locked) return;
           (reader ?? resBody)?.cancel().catch(() => undefined);
         },
         headers: () => headers,

@@ -113,7 +113,7 @@ export class TokenizerBundles {
       const zip = await store.zip(req.model, pointer.sha256);
       // A cached ZIP is hashed again: the cache is not trusted more than the engine.
       if (zip && (await sha256Hex(zip)) === pointer.sha256) {
-        return this.fromZip(req, store, "cache", unpackVerifiedZip(zip, pointer.sha256), pointer.maxContextLength);
+        return this.fromZip(req, store, "cache", await unpackVerifiedZip(zip, pointer.sha256), pointer.maxContextLength);
       }
     }
     return this.fromEngines(req, store);
@@ -135,7 +135,7 @@ export class TokenizerBundles {
         continue;
       }
       this.record(req.model, engine.name, fetched.sha256);
-      const bundle = unpackVerifiedZip(fetched.zip, fetched.sha256);
+      const bundle = await unpackVerifiedZip(fetched.zip, fetched.sha256);
       const maxContextLength = await info;
       req.waitUntil(Promise.all([store.setZip(req.model, fetched.sha256, fetched.zip), store.setPointer(req.model, { sha256: fetched.sha256, ...(maxContextLength !== undefined ? { maxContextLength } : {}) })]));
       req.waitUntil(this.sweep(req.model, req.engines.filter((e) => e !== engine)));

@@ -3,12 +3,13 @@
 // the last chunk. We refuse to tokenize with anything we could not verify: a wrong tokenizer
 // produces fluent garbage, which is worse than a 502.
 //
-// Unzipping uses fflate's synchronous unzipSync (about 8 KiB of the bundle after tree-shaking):
-// DecompressionStream("deflate-raw") would inflate, but we would still have to parse the ZIP
-// directory ourselves, and fflate's async variants want Web Workers, which a Worker lacks.
-import { unzipSync } from "fflate";
+// Unzipping: the central directory read in JavaScript, entries inflated by the runtime's own
+// DecompressionStream("deflate-raw") (zip-reader.ts; a JavaScript inflate cost about 0.2 s of
+// a cold load on Qwen3).
 import type { GetTokenizerChunk } from "../gen/common_pb.js";
 import { TokenizerBundleError } from "./errors.js";
+import { decodeUtf8 } from "./utf8.js";
+import { zipEntries, zipEntryBytes } from "./zip-reader.js";
 
 /** Files the gateway reads; everything else in the ZIP (merges.txt, *.model, ...) is skipped. */
 const WANTED = new Set([
@@ -71,7 +72,7 @@ export async function verifiedZipFromChunks(
 }
 
 /** Unpacks a ZIP whose sha256 the caller has just verified (no second hash). */
-export function unpackVerifiedZip(zip: Uint8Array, sha256: string, limits: BundleLimits = {}): TokenizerBundle {
+export function unpackVerifiedZip(zip: Uint8Array, sha256: string, limits: BundleLimits = {}): Promise<TokenizerBundle> {
   return unpack(zip, sha256, limits);
 }
 
@@ -162,35 +163,28 @@ function isWanted(name: string): boolean {
   return WANTED.has(name) || name.endsWith(".jinja");
 }
 
-function unpack(zip: Uint8Array, sha256: string, limits: BundleLimits): TokenizerBundle {
+async function unpack(zip: Uint8Array, sha256: string, limits: BundleLimits): Promise<TokenizerBundle> {
   const maxUnpacked = limits.maxUnpackedBytes ?? DEFAULT_MAX_UNPACKED;
   let declared = 0;
-  let raw: Record<string, Uint8Array>;
+  const raw: [string, Uint8Array][] = [];
   try {
-    raw = unzipSync(zip, {
-      filter: (f) => {
-        if (!isWanted(baseName(f.name))) return false;
-        declared += f.originalSize;
-        if (declared > maxUnpacked) throw new TokenizerBundleError("too_large", `unpacked files exceed ${maxUnpacked} bytes`);
-        return true;
-      },
-    });
+    const wanted = zipEntries(zip).filter((e) => isWanted(baseName(e.name)));
+    // Every entry is held to its declared size, so the declared sum bounds what is unpacked.
+    for (const e of wanted) {
+      declared += e.size;
+      if (declared > maxUnpacked) throw new TokenizerBundleError("too_large", `unpacked files exceed ${maxUnpacked} bytes`);
+    }
+    for (const e of wanted) raw.push([e.name, await zipEntryBytes(zip, e)]);
   } catch (err) {
     if (err instanceof TokenizerBundleError) throw err;
     throw new TokenizerBundleError("not_a_zip", `not a readable ZIP (${(err as Error)?.message ?? String(err)})`, { cause: err });
   }
-  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   const files = new Map<string, string>();
-  let unpacked = 0;
-  for (const [path, bytes] of Object.entries(raw)) {
-    unpacked += bytes.byteLength;
-    if (unpacked > maxUnpacked) throw new TokenizerBundleError("too_large", `unpacked files exceed ${maxUnpacked} bytes`);
+  for (const [path, bytes] of raw) {
     const name = path.startsWith("additional_chat_templates/") ? path : baseName(path);
-    try {
-      files.set(name, decoder.decode(bytes));
-    } catch (err) {
-      throw new TokenizerBundleError("invalid_file", `${name} is not valid UTF-8`, { cause: err });
-    }
+    const text = await decodeUtf8(bytes);
+    if (text === undefined) throw new TokenizerBundleError("invalid_file", `${name} is not valid UTF-8`);
+    files.set(name, text);
   }
   if (!files.has("tokenizer.json")) {
     throw new TokenizerBundleError("missing_tokenizer_json", "the bundle has no tokenizer.json (only tokenizer.json bundles are supported at the edge)");

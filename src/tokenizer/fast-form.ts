@@ -11,7 +11,9 @@
 //   | u32 blob bytes | blob | u32 m | u32 merges[3m] | sha256 of everything before (32 bytes)
 // The trailing digest catches a truncated or corrupted cache entry; a mismatch is a miss.
 import { IdMergeTable } from "./bpe-merge.js";
+import type { ScannedBpe } from "./bpe-scan.js";
 import type { TokenizerBundle } from "./bundle.js";
+import { decodeUtf8 } from "./utf8.js";
 import { VocabIndex } from "./vocab-index.js";
 
 /** Bump when the layout or what is derived into it changes: the cache key includes it. */
@@ -53,43 +55,60 @@ export function fastFormOf(bundle: TokenizerBundle, tokenizerJson: Record<string
   const vocab = model.vocab as Record<string, unknown>;
   const keys = Object.keys(vocab);
   const ids = new Uint32Array(keys.length);
-  const lens = new Uint32Array(keys.length);
   for (let i = 0; i < keys.length; i++) {
     const id = vocab[keys[i]!];
     if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= 2 ** 31) return undefined;
     ids[i] = id;
-    lens[i] = keys[i]!.length;
   }
+  const merges = model.merges as unknown[];
+  const lefts: string[] = [];
+  const rights: string[] = [];
+  for (const m of merges) {
+    // The library's reading of the old "a b" form: split(" ", 2).
+    const [a, b] = typeof m === "string" ? m.split(" ", 2) : Array.isArray(m) ? (m as unknown[]) : [];
+    if (typeof a !== "string" || typeof b !== "string") return undefined;
+    lefts.push(a);
+    rights.push(b);
+  }
+  return fastFormFromScan(bundle, { rest: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, keys, ids, lefts, rights });
+}
+
+/** The fast form from tokenizer.json read by bpe-scan.ts (no JSON.parse of the vocabulary). */
+export function fastFormFromScan(bundle: TokenizerBundle, scan: ScannedBpe): FastForm | undefined {
+  const { keys, ids } = scan;
+  if ((scan.rest.model as { type?: unknown } | undefined)?.type !== "BPE") return undefined;
+  const lens = new Uint32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) lens[i] = keys[i]!.length;
   const blob = keys.join("");
   // The library overlays added tokens on the vocabulary; merges resolve against that overlay.
   const idOf = new VocabIndex(blob, lens, ids);
+  // A token listed twice means what JSON.parse keeps (the last); the tables would keep both.
+  if (idOf.repeats) return undefined;
   const usedIds = new Set<number>(ids);
   if (usedIds.size !== ids.length) return undefined;
-  for (const a of (tokenizerJson.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
+  for (const a of (scan.rest.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
     if (typeof a.content !== "string" || typeof a.id !== "number") continue;
     // Two strings on one id would share its merges by id but not by string.
     if (idOf.get(a.content) !== a.id && usedIds.has(a.id)) return undefined;
     idOf.set(a.content, a.id);
     usedIds.add(a.id);
   }
-  const merges = mergeIds(model.merges as unknown[], idOf);
+  const merges = mergeIds(scan.lefts, scan.rights, idOf);
   if (!merges) return undefined;
   const files = new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
-  return { sha256: bundle.sha256, files, tokenizerJson: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, bpe: { blob, lens, ids, merges } };
+  return { sha256: bundle.sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges } };
 }
 
 /** Merges as id triples; undefined if one names a string outside the vocabulary or a pair
  *  repeats (the library keeps a repeated pair's last rank, the id table its first). */
-function mergeIds(merges: unknown[], idOf: VocabIndex): Uint32Array | undefined {
-  const out = new Uint32Array(merges.length * 3);
-  for (let rank = 0; rank < merges.length; rank++) {
-    const m = merges[rank];
-    // The library's reading of the old "a b" form: split(" ", 2).
-    const [a, b] = typeof m === "string" ? m.split(" ", 2) : Array.isArray(m) ? (m as unknown[]) : [];
-    if (typeof a !== "string" || typeof b !== "string") return undefined;
+function mergeIds(lefts: readonly string[], rights: readonly string[], idOf: VocabIndex): Uint32Array | undefined {
+  const out = new Uint32Array(lefts.length * 3);
+  for (let rank = 0; rank < lefts.length; rank++) {
+    const a = lefts[rank]!;
+    const b = rights[rank]!;
     const left = idOf.get(a);
     const right = idOf.get(b);
-    const merged = idOf.get(a + b);
+    const merged = idOf.getJoined(a, b);
     if (left === undefined || right === undefined || merged === undefined) return undefined;
     out[3 * rank] = left;
     out[3 * rank + 1] = right;
@@ -105,7 +124,7 @@ export async function encodeFastForm(ff: FastForm): Promise<Uint8Array | undefin
   const header: Header = { version: FAST_FORM_VERSION, sha256: ff.sha256, files: Object.fromEntries(ff.files), tokenizerJson: ff.tokenizerJson };
   const headerBytes = utf8.encode(JSON.stringify(header));
   const blob = utf8.encode(ff.bpe.blob);
-  if (new TextDecoder().decode(blob) !== ff.bpe.blob) return undefined;
+  if ((await decodeUtf8(blob)) !== ff.bpe.blob) return undefined;
   const n = ff.bpe.ids.length;
   const size = 12 + pad(headerBytes.length) + 4 + 8 * n + 4 + pad(blob.length) + 4 + ff.bpe.merges.byteLength;
   const out = new Uint8Array(size + 32);
@@ -161,7 +180,8 @@ export async function decodeFastForm(data: Uint8Array, sha256: string): Promise<
     const lens = new Uint32Array(data.buffer, data.byteOffset + at, n);
     at += 4 * n;
     const blobLen = u32();
-    const blob = new TextDecoder().decode(data.subarray(at, at + blobLen));
+    const blob = await decodeUtf8(data.subarray(at, at + blobLen));
+    if (blob === undefined) return undefined;
     at += pad(blobLen);
     const m = u32();
     const merges = new Uint32Array(data.buffer, data.byteOffset + at, 3 * m);

@@ -6,7 +6,8 @@ import { installBpe, type LibBpeModel } from "./bpe-tables.js";
 import { bundleJson, type TokenizerBundle } from "./bundle.js";
 import { EncodeSteps, type EncodeContext, type HfParts, type TokenizerJsonShape } from "./encode-steps.js";
 import { TokenizerBundleError } from "./errors.js";
-import { fastFormOf, type BpeTables, type FastForm } from "./fast-form.js";
+import { scanBpeTokenizerJson } from "./bpe-scan.js";
+import { fastFormFromScan, fastFormOf, type BpeTables, type FastForm } from "./fast-form.js";
 import { normalizerShrink, promptByteBound } from "./prompt-bound.js";
 
 export interface EncodeOptions {
@@ -88,6 +89,13 @@ export async function loadTokenizer(bundle: TokenizerBundle, options: { plain?: 
 
 /** loadTokenizer, and the bundle's fast form (undefined when the model has none). */
 export async function loadTokenizerAndFastForm(bundle: TokenizerBundle, options: { plain?: boolean } = {}): Promise<{ tokenizer: EdgeTokenizer; fastForm: FastForm | undefined }> {
+  if (!options.plain) {
+    // The vocabulary and merges read straight into tables; JSON.parse only for the rest.
+    const text = bundle.files.get("tokenizer.json");
+    const scan = text === undefined ? undefined : scanBpeTokenizerJson(text);
+    const fastForm = scan && fastFormFromScan(bundle, scan);
+    if (fastForm) return { tokenizer: await loadTokenizerFromFastForm(fastForm), fastForm };
+  }
   const tokenizerJson = bundleJson(bundle, "tokenizer.json") ?? {};
   const fastForm = options.plain ? undefined : fastFormOf(bundle, tokenizerJson);
   const tokenizer = fastForm ? await loadTokenizerFromFastForm(fastForm) : await build(bundle.files, tokenizerJson, undefined);

@@ -98,11 +98,11 @@ describe.each(["inspect", "native"] as const)("a big SSE event through the %s re
   });
 
   // The engine stalls after the 3 MiB event's first bytes. The inspecting relay reads every
-  // chunk itself, and the client gets the gateway's error event. The native one cuts its pipe
-  // at the next chunk after the watch passed the cap (workerd stops a pipe from a tee branch on
-  // its signal between chunks: here the rest of the 3 MiB); the event's first bytes went ahead
-  // of the watch, so a blank line ends them before the gateway's error event (the pipe left
-  // the client's body open).
+  // chunk itself, and the client gets the gateway's error event. The native one fails the leg
+  // once the watch passed the cap, which aborts the engine's fetch: its pipe passes on what it
+  // holds and ends between writes; the event's first bytes went ahead of the watch, so a blank
+  // line ends them before the gateway's error event (the pipe left the client's body open).
+  // The same on workerd's own socket: test/e2e/sse-big-event.test.ts.
   it("an event past max_sse_event_bytes: the stream ends as engine_event_too_large, the engine's stream cancelled", async () => {
     const gw = await aggGateway(1024 * 1024);
     await cluster!.setFaults("engine", { bigEvent: { bytes: 3 * 1024 * 1024, unterminated: true } });

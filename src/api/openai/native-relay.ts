@@ -15,10 +15,15 @@
 // as the pipe failing once the runtime cancels the client's body; either way the copy is
 // cancelled too, and with both branches gone the engine's body is.
 //
-// An event longer than the watch holds (bounds.max_sse_event_bytes) cuts the pipe when its
-// next chunk comes: the engine's body is cancelled, and the client's body (left open by
+// An event longer than the watch holds (bounds.max_sse_event_bytes) fails the leg at once,
+// which aborts the engine's fetch: the engine's body errors at its source, the pipe passes on
+// what it holds and then fails between writes, and the client's body (left open by
 // preventAbort) gets a blank line, ending the event's first bytes that went ahead of the
-// watch, then the gateway's `<leg>_event_too_large` error event.
+// watch, then the gateway's `<leg>_event_too_large` error event. Not the pipe's signal: in
+// workerd a pipe stopped by its signal can be stopped inside a write to the client's body
+// (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
+// IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
+// the client's connection broke off without the error event.
 import { batchReader, type BatchReader } from "../../core/batch-reader.js";
 import { identityPipe } from "../../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../../core/errors.js";
@@ -38,9 +43,8 @@ export class NativeRelay {
   private broke: unknown;
   private watchStopped = false;
   private over = false;
-  /** The watch's cap was passed: the pipe is cut with this error. */
+  /** The watch's cap was passed: the engine's body is cut at its source with this error. */
   private tooLarge: GatewayError | undefined;
-  private readonly cut = new AbortController();
 
   constructor(
     private readonly leg: DetachedLeg<Uint8Array>,
@@ -62,10 +66,9 @@ export class NativeRelay {
       () => {
         writer.releaseLock();
         // preventClose, preventAbort: the gateway's error event may follow an end without
-        // [DONE] or a broken body. The signal takes a while to stop a pipe from a tee branch in
-        // workerd; the copy is cancelled at once (stopWatching).
-        const signal = AbortSignal.any([this.leg.signal, this.cut.signal]);
-        return branch.pipeTo(this.toClient.writable, { preventClose: true, preventAbort: true, signal });
+        // [DONE] or a broken body. The signal (the client left) takes a while to stop a pipe
+        // from a tee branch in workerd; the copy is cancelled at once (stopWatching).
+        return branch.pipeTo(this.toClient.writable, { preventClose: true, preventAbort: true, signal: this.leg.signal });
       },
       (err: unknown) => {
         branch.cancel(err).catch(() => undefined); // never piped: the copy's cancel alone would not end the engine's body
@@ -106,7 +109,7 @@ export class NativeRelay {
     const r = this.watch.chunk(bytes);
     if (r.error?.error.code.endsWith("_event_too_large")) {
       this.tooLarge = r.error.error;
-      this.cut.abort(r.error.error);
+      this.leg.end("failed"); // aborts the engine's fetch (see the top)
     } else if (r.error) this.inBandError = r.error.error;
     return !r.error;
   }

@@ -1,7 +1,7 @@
 // A big SSE event through both relays: under the cap it passes whole; past it the client gets
-// the gateway's `<leg>_event_too_large` error event naming the engine (inspecting relay) or a
-// broken body (native relay: the bytes went ahead of the watch), the engine's body is
-// cancelled, and the watch holds no more than the cap meanwhile.
+// the gateway's `<leg>_event_too_large` error event naming the engine (inspecting relay), or
+// the event's first bytes (they went ahead of the watch), a blank line and that error event
+// (native relay); the engine's body is stopped, and the watch holds no more than the cap.
 import { describe, expect, it } from "vitest";
 import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
@@ -10,9 +10,11 @@ const enc = new TextEncoder();
 const KiB = 1024;
 
 /** A leg that hands its body over (LegStream.detach), the body serving `steps` then, when
- *  `endless`, waiting forever (an engine still writing its event). */
+ *  `endless`, waiting forever (an engine still writing its event). Ending it as failed errors
+ *  the body at its source, as the OpenAI HTTP transport's fetch abort does. */
 function leg(steps: Uint8Array[], endless = false) {
-  const state = { bodyCancelled: false, ended: undefined as string | undefined, pulled: 0 };
+  const state = { bodyCancelled: false, fetchAborted: false, ended: undefined as string | undefined, pulled: 0 };
+  let source: ReadableStreamDefaultController<Uint8Array> | undefined;
   const l: LegStream<Uint8Array> = {
     engine: "decode-7",
     headers: () => undefined,
@@ -24,6 +26,7 @@ function leg(steps: Uint8Array[], endless = false) {
     detach: () => ({
       signal: new AbortController().signal,
       body: new ReadableStream<Uint8Array>({
+        start: (c) => void (source = c),
         pull(c) {
           const s = steps.shift();
           if (s === undefined && endless) return new Promise<void>(() => undefined);
@@ -33,7 +36,12 @@ function leg(steps: Uint8Array[], endless = false) {
         },
         cancel: () => void (state.bodyCancelled = true),
       }),
-      end: (how) => void (state.ended = how),
+      end(how) {
+        state.ended = how;
+        if (how !== "failed") return;
+        state.fetchAborted = true;
+        source?.error(new Error("the fetch was aborted"));
+      },
     }),
   };
   return { leg: l, state };
@@ -71,7 +79,9 @@ describe.each([false, true])("a big event (native %s)", (native) => {
     const { text, end, state } = await relay([chunk("a"), ...slices(endless, 4 * KiB)], { endless: true, maxEventBytes: 64 * KiB });
     const error = 'data: {"error":{"message":"Decode sent an SSE event larger than 65536 bytes (bounds.max_sse_event_bytes) (decode engine \'decode-7\')","type":"server_error","param":null,"code":"decode_event_too_large"}}\n\n';
     expect(end).toMatchObject({ outcome: "failed", status: 502, errorCode: "decode_event_too_large" });
-    expect(state.bodyCancelled).toBe(true);
+    // The inspecting relay cancels the body it reads; the native one fails the leg at the cap
+    // (its fetch aborted), so its pipe ends between writes.
+    expect(native ? state.fetchAborted : state.bodyCancelled).toBe(true);
     expect(state.ended).toBe("failed");
     // The inspecting relay held the event: none of it reached the client, the error event did.
     // The native pipe had sent its first bytes on ahead of the watch: a blank line ends them,
