@@ -9,7 +9,8 @@ import { strToU8, unzipSync, zipSync } from "fflate";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { TokenizerBundles } from "../../src/backends/tokenizer-bundles.js";
 import { cacheApiStore, type BundleStore } from "../../src/backends/tokenizer-store.js";
-import { vllmEngineClient } from "../../src/backends/vllm-engine.js";
+import { EngineClients } from "../../src/backends/engine-clients.js";
+import { loadVllmEngineClient } from "../../src/backends/vllm-engine.js";
 import type { EngineConfig } from "../../src/config/schema.js";
 import { sha256Hex } from "../../src/tokenizer/bundle.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
@@ -24,6 +25,8 @@ beforeAll(async () => {
   engine = { name: "q", url: cluster.url("q"), transport: "connect", labels: {} };
 }, 30_000);
 afterAll(() => cluster?.close());
+// The real client, not the stand-in a not-yet-loaded module gives (engine-clients.ts).
+beforeAll(() => loadVllmEngineClient().then(() => undefined));
 
 /** A cold isolate: its own TokenizerBundles over caches.default, counting what it asks for. */
 function coldIsolate() {
@@ -32,8 +35,9 @@ function coldIsolate() {
     const s = cacheApiStore(caches.default);
     return { ...s, zip: (m, sha) => (seen.zipReads++, s.zip(m, sha)), fastForm: (sha) => (seen.fastFormReads++, s.fastForm!(sha)) };
   };
+  const engines = new EngineClients();
   const clientOf = (e: EngineConfig) => {
-    const c = vllmEngineClient(e);
+    const c = engines.vllmEngine(e);
     return { ...c, getTokenizer: ((...a: Parameters<typeof c.getTokenizer>) => (seen.getTokenizer++, c.getTokenizer(...a))) as typeof c.getTokenizer };
   };
   const bundles = new TokenizerBundles({ clientOf, store });
