@@ -120,8 +120,8 @@ function build() {
        *  it); "inspect" watches every chunk on its way (in-band errors rewritten). See
        *  docs/configuration.md. */
       sse_relay: z.enum(["inspect", "native"]).default("native"),
-      /** Serve /v1/responses and /v1/messages through the engines' chat completions, for
-       *  openai-http engines whose vLLM lacks those endpoints (docs/responses-and-messages.md).
+      /** Serve /v1/responses through the engines' chat completions, for
+       *  openai-http engines whose vLLM lacks it (docs/responses-and-messages.md).
        *  VllmEngine-served models always go through chat. */
       apis_via_chat: z.boolean().default(false),
       /** The tool-call format of this model's replies on VllmEngine engines (vLLM's
