@@ -95,6 +95,12 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
   });
 }
 
+/** An event's type: its `event:` field, else the data's "type" member (both APIs send one). */
+export function eventType(e: NamedEvent): string | undefined {
+  if (e.event !== undefined) return e.event;
+  return /"type"\s*:\s*"([^"]+)"/.exec(e.data)?.[1];
+}
+
 function serialize(ev: NamedEvent): string {
   const data = ev.data.split("\n").map((line) => `data: ${line}\n`).join("");
   return `${ev.event === undefined ? "" : `event: ${ev.event}\n`}${data}\n`;

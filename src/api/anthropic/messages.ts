@@ -13,7 +13,7 @@ import type { LegStream } from "../../pd/leg.js";
 import { OPENAI_HTTP_TRANSPORTS } from "../../routing/families.js";
 import { noEngineError } from "../../routing/pipeline.js";
 import { enginesOf } from "../../routing/select.js";
-import { eventRelay, type NamedEvent } from "../event-relay.js";
+import { eventRelay, eventType } from "../event-relay.js";
 import { runHttpApiJob } from "../http-api-job.js";
 import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
@@ -100,10 +100,6 @@ interface Usage {
   output_tokens?: number;
 }
 
-function eventType(e: NamedEvent): string | undefined {
-  if (e.event !== undefined) return e.event;
-  return /"type"\s*:\s*"([^"]+)"/.exec(e.data)?.[1];
-}
 
 /** POST /v1/messages/count_tokens: asked of one of the model's engines (vLLM renders the
  *  prompt with the model's own chat template, so the count is the engine's). */

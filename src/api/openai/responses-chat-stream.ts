@@ -54,8 +54,18 @@ export class ResponsesEventWriter {
   /** The closing events, after the chat stream's [DONE]. */
   end(): string {
     const out = this.close();
-    const length = this.finish === "length";
-    return out + this.event(length ? "response.incomplete" : "response.completed", { response: this.response(length ? "incomplete" : "completed") });
+    const final = this.final();
+    return out + this.event(final.status === "incomplete" ? "response.incomplete" : "response.completed", { response: final });
+  }
+
+  /** The whole response once the stream ended: incomplete when length-capped. */
+  final(): Json {
+    return this.response(this.finish === "length" ? "incomplete" : "completed");
+  }
+
+  /** The stream's `error` event, for an error the chat stream reported in-band. */
+  error(e: Json): string {
+    return this.event("error", { code: e.code ?? null, message: e.message ?? "", param: e.param ?? null });
   }
 
   /** The response object so far, with `status`. */

@@ -7,21 +7,14 @@ import { EventSplitter } from "../event-relay.js";
 import { handleGeneration } from "./generation.js";
 import { chatToResponse, responsesToChat } from "./responses-chat.js";
 import { ResponsesEventWriter } from "./responses-chat-stream.js";
-import type { ResponseItem, ResponsesRequest } from "./responses-request.js";
+import { clientResponse, storeLater, storeTurn, type Turn } from "./responses-turn.js";
 
 type Json = Record<string, unknown>;
-
-export interface ChatTurn {
-  id: string;
-  req: ResponsesRequest;
-  conversation: ResponseItem[];
-  stored: boolean;
-}
 
 /** Headers of the client's request that the chat path reads. */
 const PASSED_HEADERS = ["x-request-id", "x-routing-key", "x-pd-override", "traceparent", "tracestate"];
 
-export async function viaChat(gw: GatewayContext, request: Request, turn: ChatTurn, headers: Headers): Promise<Response> {
+export async function viaChat(gw: GatewayContext, request: Request, turn: Turn, headers: Headers): Promise<Response> {
   const chatHeaders = new Headers({ "content-type": "application/json" });
   for (const h of PASSED_HEADERS) {
     const v = request.headers.get(h);
@@ -32,12 +25,9 @@ export async function viaChat(gw: GatewayContext, request: Request, turn: ChatTu
   for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
   if (res.status !== 200) return new Response(res.body, { status: res.status, headers: res.headers });
   const createdAt = Math.floor(Date.now() / 1000);
-  const storeTurn = (response: Json) =>
-    gw.responseStore!.put({ id: turn.id, owner: gw.owner, response: JSON.stringify(response), conversation: JSON.stringify(turn.conversation), ttlSecs: gw.config.responses.store_ttl_secs });
-  const finish = (r: Json): Json => ({ ...r, store: turn.stored, previous_response_id: turn.req.previousResponseId ?? null });
   if (!turn.req.stream) {
-    const response = finish(chatToResponse((await res.json()) as Json, turn.req.body, turn.id, createdAt));
-    if (turn.stored) await storeTurn(response);
+    const response = clientResponse(chatToResponse((await res.json()) as Json, turn.req.body, turn.id, createdAt), turn);
+    if (turn.stored) await storeTurn(gw, turn, response);
     headers.set("content-type", "application/json");
     return new Response(JSON.stringify(response), { status: 200, headers });
   }
@@ -56,15 +46,13 @@ export async function viaChat(gw: GatewayContext, request: Request, turn: ChatTu
         if (ev.data === "[DONE]") {
           ended = true;
           out += writer.end();
-          const done = finish(writer.response("completed"));
-          if (turn.stored) gw.waitUntil(storeTurn(done).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
+          if (turn.stored) storeLater(gw, turn, clientResponse(writer.final(), turn));
           break;
         }
         const chunk = JSON.parse(ev.data) as Json;
         if (chunk.error) {
           ended = true;
-          const e = chunk.error as Json;
-          out += `event: error\ndata: ${JSON.stringify({ type: "error", code: e.code ?? null, message: e.message ?? "", param: e.param ?? null, sequence_number: 0 })}\n\n`;
+          out += writer.error(chunk.error as Json);
           break;
         }
         out += writer.chunk(chunk);

@@ -5,35 +5,25 @@
 // can serve the next turn. In PD mode the prefill leg is vLLM's own /v1/responses capped to one
 // token with the NIXL tag (backends/openai-bodies.ts), its handoff relayed to decode, as on chat.
 import type { GatewayContext } from "../../context.js";
-import { GatewayError } from "../../core/errors.js";
 import { viaChat } from "./responses-via-chat.js";
-import { uuidv7 } from "../../core/ids.js";
 import { openAiErrorResponse, sseErrorEvent } from "../../errors/openai.js";
 import { toGatewayError } from "../../errors/render.js";
 import type { LegStream } from "../../pd/leg.js";
 import { noEngineError } from "../../routing/pipeline.js";
 import { readBodyText } from "../../core/body-text.js";
-import { eventRelay, type NamedEvent } from "../event-relay.js";
+import { eventRelay, eventType } from "../event-relay.js";
 import { runHttpApiJob } from "../http-api-job.js";
 import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
 import { requestIdOf } from "../request-id.js";
 import { routedConfig } from "../../context.js";
-import { conversationText, expandConversation } from "./responses-conversation.js";
-import { parseResponsesRequest, type ResponseItem, type ResponsesRequest } from "./responses-request.js";
+import { conversationText } from "./responses-conversation.js";
+import { parseResponsesRequest } from "./responses-request.js";
+import { clientResponse, responseNotFound, storeLater, storeTurn, turnOf, type Turn } from "./responses-turn.js";
 
 /** The events after which a Responses stream is over (the SDK's terminal events). */
 const FINAL_EVENTS: ReadonlySet<string> = new Set(["response.completed", "response.incomplete", "response.failed", "error"]);
-
-interface Turn {
-  id: string;
-  req: ResponsesRequest;
-  /** The expanded input the engine got (what the store keeps). */
-  conversation: ResponseItem[];
-  /** Whether this response will be stored. */
-  stored: boolean;
-}
 
 export async function handleResponses(gw: GatewayContext, request: Request): Promise<Response> {
   const metrics = new RequestMetrics(gw.events, "openai", "/v1/responses", gw.arrivedAt);
@@ -53,8 +43,8 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     const promptText = () => conversationText(req.body.instructions, turn.conversation);
     const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "openai", route: "/v1/responses", text, body: engineBody, stream: req.stream, promptText, requestId, request }, metrics, headers);
     if (req.stream) return streamed(gw, turn, stream, headers, { leg, metrics });
-    const response = finalResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);
-    if (turn.stored) await store(gw, turn, response);
+    const response = clientResponse(JSON.parse(new TextDecoder().decode(await readLegBody(stream, gw.clientSignal))) as Record<string, unknown>, turn);
+    if (turn.stored) await storeTurn(gw, turn, response);
     metrics.end(200);
     headers.set("content-type", "application/json");
     return new Response(JSON.stringify(response), { status: 200, headers });
@@ -77,32 +67,6 @@ function servingPath(gw: GatewayContext, model: string): "native" | "chat" {
     default:
       throw noEngineError(gw, model);
   }
-}
-
-async function turnOf(gw: GatewayContext, req: ResponsesRequest): Promise<Turn> {
-  let earlier;
-  if (req.previousResponseId !== undefined) {
-    earlier = gw.responseStore ? await gw.responseStore.get(req.previousResponseId, gw.owner) : undefined;
-    if (!earlier) throw notFound(req.previousResponseId, "previous_response_id");
-  }
-  const conversation = expandConversation(earlier, req.input, gw.config.responses.max_conversation_bytes);
-  return { id: `resp_${uuidv7().replaceAll("-", "")}`, req, conversation, stored: req.store && gw.responseStore !== undefined };
-}
-
-function notFound(id: string, param?: string): GatewayError {
-  return new GatewayError("response_not_found", 404, `${param ? `${param}: ` : ""}Response with id '${id}' not found.`, undefined, param);
-}
-
-/** The engine's response object as the client sees it: the gateway's id, what it stored, the
- *  turn it continues; no KV params. */
-function finalResponse(r: Record<string, unknown>, turn: Turn): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...r, id: turn.id, store: turn.stored, previous_response_id: turn.req.previousResponseId ?? null };
-  delete out.kv_transfer_params;
-  return out;
-}
-
-async function store(gw: GatewayContext, turn: Turn, response: Record<string, unknown>): Promise<void> {
-  await gw.responseStore!.put({ id: turn.id, owner: gw.owner, response: JSON.stringify(response), conversation: JSON.stringify(turn.conversation), ttlSecs: gw.config.responses.store_ttl_secs });
 }
 
 interface StreamScope {
@@ -129,7 +93,7 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
       if (!type?.startsWith("response.") || !e.data.includes('"response"')) return e;
       const json = JSON.parse(e.data) as { response?: Record<string, unknown> };
       if (typeof json.response !== "object" || json.response === null) return e;
-      json.response = finalResponse(json.response, turn);
+      json.response = clientResponse(json.response, turn);
       if (type === "response.completed" || type === "response.incomplete") completed = json.response;
       return { event: e.event, data: JSON.stringify(json) };
     },
@@ -139,7 +103,7 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
       const usage = completed?.usage as { input_tokens?: number; output_tokens?: number } | undefined;
       metrics.end(end.status, end.errorCode, { firstOutputAt, lastOutputAt, outputTokens: usage?.output_tokens ?? 0, inputTokens: usage?.input_tokens });
       if (end.outcome !== "completed" || !completed || !turn.stored) return;
-      gw.waitUntil(store(gw, turn, completed).catch((err) => console.error(JSON.stringify({ msg: "storing a response failed", id: turn.id, error: String(err) }))));
+      storeLater(gw, turn, completed);
     },
   });
   headers.set("content-type", "text/event-stream");
@@ -147,23 +111,16 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
   return new Response(body, { status: 200, headers });
 }
 
-/** The event's type: its `event:` field, else the data's "type" member. */
-function eventType(e: NamedEvent): string | undefined {
-  if (e.event !== undefined) return e.event;
-  const m = /"type"\s*:\s*"([^"]+)"/.exec(e.data);
-  return m?.[1];
-}
-
 /** GET /v1/responses/{id}: the stored response, for the key that stored it. */
 export async function getStoredResponse(gw: GatewayContext, id: string): Promise<Response> {
   const stored = gw.responseStore ? await gw.responseStore.get(id, gw.owner) : undefined;
-  if (!stored) return openAiErrorResponse(notFound(id));
+  if (!stored) return openAiErrorResponse(responseNotFound(id));
   return new Response(stored.response, { status: 200, headers: { "content-type": "application/json" } });
 }
 
 /** DELETE /v1/responses/{id}. */
 export async function deleteStoredResponse(gw: GatewayContext, id: string): Promise<Response> {
   const deleted = gw.responseStore ? await gw.responseStore.delete(id, gw.owner) : false;
-  if (!deleted) return openAiErrorResponse(notFound(id));
+  if (!deleted) return openAiErrorResponse(responseNotFound(id));
   return Response.json({ id, object: "response.deleted", deleted: true });
 }

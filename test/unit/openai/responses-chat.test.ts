@@ -1,0 +1,99 @@
+// The Responses API over chat completions (api/openai/responses-chat*.ts): the request's items
+// as chat messages, and a chat answer (whole, or as chunks) as the response object and the
+// Responses events, with reasoning, function calls and a length cap.
+import { describe, expect, it } from "vitest";
+import { chatToResponse, responsesToChat } from "../../../src/api/openai/responses-chat.js";
+import { ResponsesEventWriter } from "../../../src/api/openai/responses-chat-stream.js";
+import { EventSplitter } from "../../../src/api/event-relay.js";
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe("responsesToChat", () => {
+  it("instructions, messages, a function call and its output become chat messages; fields map", () => {
+    const body = { model: "m", instructions: "be brief", max_output_tokens: 9, temperature: 0.2, text: { format: { type: "json_schema", name: "s", schema: { type: "object" } } }, tools: [{ type: "function", name: "f", parameters: { type: "object" } }], tool_choice: { type: "function", name: "f" }, stream: true };
+    const items = [
+      { type: "message", role: "user", content: [{ type: "input_text", text: "hi" }, { type: "input_text", text: " there" }] },
+      { type: "function_call", call_id: "c1", name: "f", arguments: '{"a":1}' },
+      { type: "function_call_output", call_id: "c1", output: "42" },
+      { type: "reasoning", content: [] },
+      { type: "message", role: "developer", content: "dev note" },
+    ];
+    expect(responsesToChat(body, items)).toEqual({
+      model: "m",
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "hi there" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":1}' } }] },
+        { role: "tool", tool_call_id: "c1", content: "42" },
+        { role: "system", content: "dev note" },
+      ],
+      temperature: 0.2,
+      max_tokens: 9,
+      response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object" }, strict: false } },
+      tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+      tool_choice: { type: "function", function: { name: "f" } },
+    });
+  });
+
+  it.each([
+    [[{ type: "message", role: "user", content: [{ type: "input_image", image_url: "x" }] }], {}, "input[0].content[0]"],
+    [[{ type: "web_search_call" }], {}, "input[0].type"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "web_search" }] }, "tools[0].type"],
+  ])("refuses what chat cannot carry, naming the field: %j", (items, extra, param) => {
+    expect(() => responsesToChat({ model: "m", ...extra }, items)).toThrow(expect.objectContaining({ code: "unsupported_parameter", param }));
+  });
+});
+
+describe("chat answers as Responses", () => {
+  it("a whole answer: reasoning, text and two calls as output items in order; a length cap is incomplete", () => {
+    const chat = { choices: [{ finish_reason: "length", message: { reasoning_content: "think", content: "hello", tool_calls: [{ id: "c1", function: { name: "f", arguments: "{}" } }, { id: "c2", function: { name: "g", arguments: '{"x":1}' } }] } }], usage: { prompt_tokens: 5, completion_tokens: 7 } };
+    const r = chatToResponse(chat, { model: "m" }, "resp_abc", 100) as Json;
+    expect(r.status).toBe("incomplete");
+    expect(r.incomplete_details).toEqual({ reason: "max_output_tokens" });
+    expect(r.output.map((o: Json) => o.type)).toEqual(["reasoning", "message", "function_call", "function_call"]);
+    expect(r.output[1].content[0].text).toBe("hello");
+    expect(r.output.slice(2).map((o: Json) => [o.call_id, o.name, o.arguments])).toEqual([["c1", "f", "{}"], ["c2", "g", '{"x":1}']]);
+    expect(r.usage).toMatchObject({ input_tokens: 5, output_tokens: 7, total_tokens: 12 });
+  });
+
+  it("chunks: the SDK's event sequence, deltas that add up, sequence numbers in order, the final response whole", () => {
+    const w = new ResponsesEventWriter({ model: "m" }, "resp_abc", 100);
+    const chunk = (delta: Json, finish: string | null = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+    let sse = w.start();
+    sse += w.chunk(chunk({ reasoning_content: "hm" }));
+    sse += w.chunk(chunk({ content: "he" }));
+    sse += w.chunk(chunk({ content: "llo" }));
+    sse += w.chunk(chunk({ tool_calls: [{ index: 0, id: "c1", function: { name: "f", arguments: '{"a"' } }] }));
+    sse += w.chunk(chunk({ tool_calls: [{ index: 0, function: { arguments: ":1}" } }] }, "tool_calls"));
+    sse += w.chunk({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 6 } });
+    sse += w.end();
+    const events = new EventSplitter().push(new TextEncoder().encode(sse)).map((e) => ({ event: e.event, ...(JSON.parse(e.data) as Json) }));
+    expect(events.every((e) => e.event === e.type)).toBe(true);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events.map((e) => e.type)).toEqual([
+      "response.created", "response.in_progress",
+      "response.output_item.added", "response.reasoning_text.delta", "response.reasoning_text.done", "response.output_item.done",
+      "response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
+      "response.output_text.done", "response.content_part.done", "response.output_item.done",
+      "response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+      "response.function_call_arguments.done", "response.output_item.done",
+      "response.completed",
+    ]);
+    const final = events.at(-1)!.response;
+    expect(final.output.map((o: Json) => o.type)).toEqual(["reasoning", "message", "function_call"]);
+    expect(final.output[1].content[0].text).toBe("hello");
+    expect(final.output[2]).toMatchObject({ call_id: "c1", name: "f", arguments: '{"a":1}', status: "completed" });
+    expect(final.usage).toMatchObject({ input_tokens: 3, output_tokens: 6 });
+    expect(w.final()).toEqual(final);
+  });
+
+  it("a length-capped stream ends response.incomplete, and final() says so too", () => {
+    const w = new ResponsesEventWriter({ model: "m" }, "resp_abc", 100);
+    w.start();
+    w.chunk({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "length" }] });
+    expect(w.end()).toContain("event: response.incomplete");
+    expect(w.final().status).toBe("incomplete");
+  });
+});
