@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
-import { entryPort } from "../../bench/targets.js";
+import { workerdUrl } from "../support/workerd-socket.js";
 import { envelope } from "../support/engine-wire.js";
 
 /** A Connect JSON message, framed. */
@@ -40,8 +40,7 @@ beforeAll(async () => {
     models: { m: { prefill: [{ name: "prefill", url: cluster.engine("prefill").url }], decode: [{ name: "decode", url: cluster.engine("decode").url }] } },
     pd: { engine_info_ttl_ms: 0, deferred_abort_max_ms: CAP_MS },
   });
-  const worker = gateway.workerd().worker;
-  base = worker === undefined ? gateway.url : `http://127.0.0.1:${await entryPort(worker, "/health")}`;
+  base = gateway.workerd().worker === undefined ? gateway.url : await workerdUrl(gateway);
 }, 120_000);
 
 afterAll(async () => {

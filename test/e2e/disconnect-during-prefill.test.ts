@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
-import { entryPort } from "../../bench/targets.js";
+import { workerdUrl } from "../support/workerd-socket.js";
 import { envelope } from "../support/engine-wire.js";
 
 /** A Connect JSON message, framed. */
@@ -47,9 +47,7 @@ async function stats(engine: string) {
 
 async function baseOf(dev: WranglerDev, via: "workerd" | "wrangler dev"): Promise<string> {
   if (via === "wrangler dev") return dev.url;
-  const worker = dev.workerd().worker;
-  expect(worker).toBeDefined();
-  return `http://127.0.0.1:${await entryPort(worker!, "/health")}`;
+  return workerdUrl(dev);
 }
 
 async function closeDuringPrefill(base: string, requestId: string) {

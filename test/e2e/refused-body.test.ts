@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
-import { entryPort } from "../../bench/targets.js";
+import { workerdPort } from "../support/workerd-socket.js";
 
 const LIMIT = 64 * 1024;
 /** 2 MiB in 64 KiB chunks: well over the limit, well within the drain bound. */
@@ -27,9 +27,7 @@ beforeAll(async () => {
   });
   const engines = (name: string) => [{ name, url: cluster.engine(name).url, transport: "openai-http" }];
   gateway = await startWranglerDev({ auth: { data_plane: "open" }, limits: { max_body_bytes: LIMIT }, models: { m: { prefill: engines("p"), decode: engines("d") } } });
-  const worker = gateway.workerd().worker;
-  expect(worker).toBeDefined();
-  direct = await entryPort(worker!, "/health");
+  direct = await workerdPort(gateway);
 }, 120_000);
 
 afterAll(async () => {

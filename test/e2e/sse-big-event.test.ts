@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
-import { entryPort } from "../../bench/targets.js";
+import { workerdUrl } from "../support/workerd-socket.js";
 
 const MiB = 1024 * 1024;
 let cluster: RunningCluster;
@@ -27,9 +27,7 @@ beforeAll(async () => {
     bounds: { max_sse_event_bytes: MiB },
     models: { "m-inspect": { ...regular("m-inspect"), sse_relay: "inspect" }, "m-native": regular("m-native") },
   });
-  const worker = gateway.workerd().worker;
-  expect(worker).toBeDefined();
-  base = `http://127.0.0.1:${await entryPort(worker!, "/health")}`;
+  base = await workerdUrl(gateway);
 }, 120_000);
 
 afterAll(async () => {

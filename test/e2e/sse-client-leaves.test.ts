@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startCluster } from "../../sim/cluster.js";
 import type { RunningCluster } from "../../sim/types.js";
 import { startWranglerDev, type WranglerDev } from "../../scripts/wrangler-dev.js";
-import { entryPort } from "../../bench/targets.js";
+import { workerdUrl } from "../support/workerd-socket.js";
 
 const MODELS = ["m", "m-native"];
 let cluster: RunningCluster;
@@ -29,9 +29,7 @@ beforeAll(async () => {
     models: { m: { ...pair("m"), sse_relay: "inspect" }, "m-native": pair("m-native") },
     pd: { engine_info_ttl_ms: 0 },
   });
-  const worker = gateway.workerd().worker;
-  expect(worker).toBeDefined();
-  base = `http://127.0.0.1:${await entryPort(worker!, "/health")}`;
+  base = await workerdUrl(gateway);
 }, 120_000);
 
 afterAll(async () => {

@@ -69,7 +69,7 @@ describe("chat answers as Responses", () => {
     sse += w.chunk(chunk({ tool_calls: [{ index: 0, function: { arguments: ":1}" } }] }, "tool_calls"));
     sse += w.chunk({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 6 } });
     sse += w.end();
-    const events = new EventSplitter().push(new TextEncoder().encode(sse)).map((e) => ({ event: e.event, ...(JSON.parse(e.data) as Json) }));
+    const events = new EventSplitter().push(new TextEncoder().encode(sse)).map((e): Json => ({ event: e.event, ...(JSON.parse(e.data) as Json) }));
     expect(events.every((e) => e.event === e.type)).toBe(true);
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
     expect(events.map((e) => e.type)).toEqual([
