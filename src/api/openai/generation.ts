@@ -18,7 +18,7 @@ import { buildJob } from "../job.js";
 import { RequestMetrics, type OutputStats } from "../request-metrics.js";
 import { openAiErrorResponse, sseErrorResponse } from "../../errors/openai.js";
 import { toGatewayError } from "../../errors/render.js";
-import { modelAvailability } from "./models.js";
+import { modelAvailability } from "../model-availability.js";
 import { sseRelay, type RelayStats } from "./relay.js";
 import { refuseBeyondHttpContext } from "./http-context.js";
 import { fanoutWidth, jobPromptOf, parseOpenAiRequest, type OpenAiRequest } from "./request.js";

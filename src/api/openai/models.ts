@@ -4,7 +4,6 @@
 import type { LoadedConfig } from "../../config/load.js";
 import { ENGINE_SURFACE_TRANSPORTS, modelAvailability } from "../model-availability.js";
 
-export { modelAvailability, OPENAI_TRANSPORTS, type ModelAvailability } from "../model-availability.js";
 
 /** Seconds since the epoch when this isolate started: the models' `created`. */
 const CREATED = Math.floor(Date.now() / 1000);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../src/config/load.js";
-import { modelAvailability, modelList } from "../../../src/api/openai/models.js";
+import { modelAvailability } from "../../../src/api/model-availability.js";
+import { modelList } from "../../../src/api/openai/models.js";
 import { engineRequestHeaders, engineRouteUrl, relayResponseHeaders } from "../../../src/backends/openai-http.js";
 
 const e = (transport: string) => ({ url: "http://10.0.0.1:8000", transport });
