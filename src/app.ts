@@ -12,7 +12,7 @@ import { createIsolateState, type IsolateState } from "./routing/isolate.js";
 import { outcomeReporter } from "./routing/outcomes.js";
 import { OPEN_OWNER } from "./routing/client-requests.js";
 import type { PipelineContext } from "./routing/pipeline.js";
-import { clientLocation } from "./routing/geo.js";
+import { clientLocation, type GeoPoint } from "./routing/geo.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { anthropicRoutes } from "./api/anthropic/routes.js";
 import { corsFromConfig } from "./middleware/cors.js";
@@ -45,6 +45,7 @@ interface RequestScope {
 /** The pipeline's context for one request to `model`: engine outcomes feed this isolate's
  *  breakers, the registry's shared ones, and the metrics. */
 function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: string): PipelineContext {
+  let location: { point: GeoPoint | undefined } | undefined;
   return {
     config: s.config,
     routing: gw().routing,
@@ -52,7 +53,8 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
     events: s.events,
     clientSignal: s.clientSignal,
     waitUntil: s.waitUntil,
-    client: () => clientLocation(s.config.geo.header, s.request.headers, (s.request as { cf?: unknown }).cf),
+    // Read once, on the first attempt that has a cluster to choose; retries reuse it.
+    client: () => (location ??= { point: clientLocation(s.config.geo.header, s.request.headers, (s.request as { cf?: unknown }).cf) }).point,
     outcomes: outcomeReporter({
       model,
       events: s.events,

@@ -25,7 +25,7 @@ export interface EngineAddress {
 }
 
 /** Far above a real deployment's engine count (each URL x transport x binding is one). */
-export const MAX_ENGINE_CLIENTS = 256;
+const MAX_ENGINE_CLIENTS = 256;
 
 export class EngineClients implements EngineConnections {
   private bindings: Bindings = {};

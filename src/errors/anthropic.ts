@@ -5,11 +5,11 @@
 import type { GatewayError } from "../core/errors.js";
 import { ERROR_CODE_HEADER } from "./header.js";
 
-export function anthropicErrorBody(err: GatewayError) {
+function anthropicErrorBody(err: GatewayError) {
   return { type: "error", error: { type: anthropicErrorType(err.status), message: err.message } };
 }
 
-export function anthropicStatus(status: number): number {
+function anthropicStatus(status: number): number {
   return status === 503 ? 529 : status;
 }
 
@@ -25,7 +25,7 @@ export function anthropicErrorEvent(err: GatewayError): string {
   return `event: error\ndata: ${JSON.stringify(anthropicErrorBody(err))}\n\n`;
 }
 
-export function anthropicErrorType(status: number): string {
+function anthropicErrorType(status: number): string {
   switch (status) {
     case 401:
       return "authentication_error";

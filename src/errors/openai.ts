@@ -3,7 +3,7 @@
 import type { GatewayError } from "../core/errors.js";
 import { ERROR_CODE_HEADER } from "./header.js";
 
-export function openAiErrorBody(err: GatewayError) {
+function openAiErrorBody(err: GatewayError) {
   return { error: { message: err.message, type: openAiErrorType(err.status), param: err.param ?? null, code: err.code } };
 }
 

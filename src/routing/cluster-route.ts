@@ -16,7 +16,8 @@ export interface ClusterRouteInput {
   routing: RoutingSnapshot;
   isolate: IsolateState;
   waitUntil(promise: Promise<unknown>): void;
-  client: GeoPoint | undefined;
+  /** The client's location, read only when there is a cluster to choose. */
+  client(): GeoPoint | undefined;
   model: string;
   transports: ReadonlySet<string>;
   routingKey?: string;
@@ -46,7 +47,8 @@ export function routeCluster(input: ClusterRouteInput): ClusterRoute | undefined
   if (names.length < 2) return undefined;
   const candidates = clusterCandidates(pools, names, config.clusters, input.transports, engineCondition(input, pools));
   const sticky = config.geo.sticky && input.routingKey !== undefined ? input.isolate.clusters.stickyCluster(input.routingKey) : undefined;
-  const choice = chooseCluster({ candidates, ...(input.client ? { client: input.client } : {}), ...(sticky !== undefined ? { sticky } : {}) });
+  const client = input.client();
+  const choice = chooseCluster({ candidates, ...(client ? { client } : {}), ...(sticky !== undefined ? { sticky } : {}) });
   // Every cluster is down: the nearest one's selection then fails naming its engines.
   const cluster = choice?.cluster ?? candidates[0]!.name;
   const models = Object.create(null) as Record<string, LoadedModel>;

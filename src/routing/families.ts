@@ -12,23 +12,36 @@ import type { EngineFamily } from "./pipeline.js";
 export const VLLM_ENGINE_TRANSPORTS: ReadonlySet<string> = new Set(["connect", "grpc-web"]);
 export const OPENAI_HTTP_TRANSPORTS: ReadonlySet<string> = new Set(["openai-http"]);
 
-/** Made per request from the isolate's engine clients: a transport is two small closures. */
+/** One family per isolate (and discovery TTL): what a family captures (the engine clients,
+ *  the discovered engine metadata) lives as long as the isolate, so it is built once. */
+const vllmFamilies = new WeakMap<IsolateState, { ttlMs: number; family: EngineFamily<GenerateRequest, GenerateResponse> }>();
+const httpFamilies = new WeakMap<IsolateState, EngineFamily<OpenAiHttpPayload, Uint8Array>>();
+
 export function vllmEngineFamily(isolate: IsolateState, discoveryTtlMs: number): EngineFamily<GenerateRequest, GenerateResponse> {
+  const known = vllmFamilies.get(isolate);
+  if (known?.ttlMs === discoveryTtlMs) return known.family;
   const { engines } = isolate;
-  return {
+  const family: EngineFamily<GenerateRequest, GenerateResponse> = {
     transport: vllmEngineTransport((engine) => engines.vllmEngine(engine)),
     transports: VLLM_ENGINE_TRANSPORTS,
     // The connector mode comes from the prefill engine; decode needs only its config entry.
     kvMeta: (engine, leg) =>
       leg === "prefill" ? isolate.engineInfo.kvMeta(engine, engines.vllmEngine(engine), discoveryTtlMs) : Promise.resolve(mergeKvMeta(engine, undefined)),
   };
+  vllmFamilies.set(isolate, { ttlMs: discoveryTtlMs, family });
+  return family;
 }
 
 export function openAiHttpFamily(isolate: IsolateState): EngineFamily<OpenAiHttpPayload, Uint8Array> {
-  return {
-    transport: openAiHttpTransport(isolate.engines),
-    transports: OPENAI_HTTP_TRANSPORTS,
-    // No GetServerInfo over HTTP: the connector comes from the engine's config entry.
-    kvMeta: (engine) => Promise.resolve(mergeKvMeta(engine, undefined)),
-  };
+  let family = httpFamilies.get(isolate);
+  if (!family) {
+    family = {
+      transport: openAiHttpTransport(isolate.engines),
+      transports: OPENAI_HTTP_TRANSPORTS,
+      // No GetServerInfo over HTTP: the connector comes from the engine's config entry.
+      kvMeta: (engine) => Promise.resolve(mergeKvMeta(engine, undefined)),
+    };
+    httpFamilies.set(isolate, family);
+  }
+  return family;
 }

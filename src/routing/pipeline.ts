@@ -184,7 +184,7 @@ function clusterRoute<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, hi
     routing: ctx.routing,
     isolate: ctx.isolate,
     waitUntil: ctx.waitUntil,
-    client: ctx.client?.(),
+    client: () => ctx.client?.(),
     model: req.job.model,
     transports: req.family.transports,
     ...(req.job.routingKey !== undefined ? { routingKey: req.job.routingKey } : {}),

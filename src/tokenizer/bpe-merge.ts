@@ -112,7 +112,7 @@ export class MergeTable implements MergeLookup {
 
 /** Positions fit in 2^26 (64 Mi symbols) of a heap key `rank * 2^26 + position`. */
 const POS_SPAN = 2 ** 26;
-export const MAX_MERGE_WORD = POS_SPAN - 1;
+const MAX_MERGE_WORD = POS_SPAN - 1;
 
 /** One word's merges in progress. */
 export class WordMerge {

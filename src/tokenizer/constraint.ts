@@ -83,7 +83,7 @@ const GUIDED: readonly [string, (field: string, v: unknown) => Constraint][] = [
 ];
 
 /** Every constraint the body asks for, each with the field it came in. */
-export function requestedConstraints(body: Body): [field: string, constraint: Constraint][] {
+function requestedConstraints(body: Body): [field: string, constraint: Constraint][] {
   const found: [string, Constraint][] = [];
   const add = (field: string, c: Constraint) => {
     if (c.case !== undefined) found.push([field, c]);

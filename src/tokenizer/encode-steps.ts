@@ -14,7 +14,7 @@ import type { NormalizerJson } from "./prompt-bound.js";
 
 /** From this many characters a piece is merged by WordMerge (the library caches shorter
  *  pieces' merges, which is the common case). */
-export const LONG_WORD = 256;
+const LONG_WORD = 256;
 /** Merges per slice of one long word. */
 const MERGE_SLICE = 32_768;
 /** The work of a merge relative to a character through the library's path. */

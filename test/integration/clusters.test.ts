@@ -187,6 +187,20 @@ describe("cluster choice", () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toContain(GEO);
   });
 
+  it("a model in one cluster never reads the geo header: a malformed one is not refused", async () => {
+    cluster = await startTestCluster({ clusters: { a: {}, b: {} }, engines: specs() });
+    const base = config(cluster, "openai-http");
+    const pools = base.models[MODEL];
+    const onlyA = { ...base, models: { [MODEL]: { ...pools, prefill: pools.prefill.filter((e) => e.cluster === "a"), decode: pools.decode.filter((e) => e.cluster === "a") } } };
+    const res = await testGateway(onlyA).fetch("http://gateway.test/v1/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", [GEO]: "somewhere" },
+      body: JSON.stringify({ model: MODEL, prompt: "hi", max_tokens: 2 }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-gateway-cluster")).toBe("a");
+  });
+
   it("sticky: a routing key keeps its cluster while it is ready, even for a client nearer the other", async () => {
     cluster = await startTestCluster({ clusters: { a: {}, b: {} }, engines: specs() });
     const gw = testGateway(config(cluster, "openai-http", [], { geo: { header: GEO, sticky: true } }));
