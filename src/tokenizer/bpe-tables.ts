@@ -43,7 +43,8 @@ export function installBpe(model: LibBpeModel, bpe: BpeTables, added: readonly {
   model.vocab = vocab;
   model.unk_token_id = unk;
   let table: IdMergeTable | undefined;
-  const tableOf = () => (table ??= new IdMergeTable(bpe.merges));
+  // Built with the fast form when the ZIP was just parsed; else on first use.
+  const tableOf = () => (table ??= bpe.table ?? new IdMergeTable(bpe.merges));
   model.add_node = (queue, node) => {
     if (!node.next) return;
     const left = index.get(node.token);

@@ -29,6 +29,9 @@ export interface BpeTables {
   ids: Uint32Array;
   /** Merge `rank` is (left, right) -> merged, at [3 * rank ...]. */
   merges: Uint32Array;
+  /** The merge lookup over `merges`, when building the fast form already made it (in memory
+   *  only: not part of the cached bytes). */
+  table?: IdMergeTable;
 }
 
 /** What the tokenizer is built from: the bundle's files except tokenizer.json, and
@@ -93,15 +96,15 @@ export function fastFormFromScan(bundle: TokenizerBundle, scan: ScannedBpe): Fas
     idOf.set(a.content, a.id);
     usedIds.add(a.id);
   }
-  const merges = mergeIds(scan.lefts, scan.rights, idOf);
-  if (!merges) return undefined;
+  const merged = mergeIds(scan.lefts, scan.rights, idOf);
+  if (!merged) return undefined;
   const files = new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
-  return { sha256: bundle.sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges } };
+  return { sha256: bundle.sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges: merged.merges, table: merged.table } };
 }
 
 /** Merges as id triples; undefined if one names a string outside the vocabulary or a pair
  *  repeats (the library keeps a repeated pair's last rank, the id table its first). */
-function mergeIds(lefts: readonly string[], rights: readonly string[], idOf: VocabIndex): Uint32Array | undefined {
+function mergeIds(lefts: readonly string[], rights: readonly string[], idOf: VocabIndex): { merges: Uint32Array; table: IdMergeTable } | undefined {
   const out = new Uint32Array(lefts.length * 3);
   for (let rank = 0; rank < lefts.length; rank++) {
     const a = lefts[rank]!;
@@ -114,7 +117,8 @@ function mergeIds(lefts: readonly string[], rights: readonly string[], idOf: Voc
     out[3 * rank + 1] = right;
     out[3 * rank + 2] = merged;
   }
-  return new IdMergeTable(out).repeats ? undefined : out;
+  const table = new IdMergeTable(out);
+  return table.repeats ? undefined : { merges: out, table };
 }
 
 /** The fast form as bytes (for the cross-isolate cache); undefined when a token is not
