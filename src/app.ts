@@ -19,6 +19,7 @@ import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
 import { rateLimit } from "./middleware/rate-limit.js";
+import { hasFetchBinding, type Bindings } from "./backends/fetch.js";
 import { ResponseStoreClient } from "./conversations/response-store-client.js";
 import { renderError, toGatewayError } from "./errors/render.js";
 import { GatewayError } from "./core/errors.js";
@@ -67,13 +68,12 @@ function pipelineContext(s: RequestScope, gw: () => GatewayContext, model: strin
 }
 
 /** Config engines that name a binding this Worker does not have (wrangler.toml vpc_services). */
-function missingBindings(config: LoadedConfig, isolate: IsolateState, env: object): string[] {
-  isolate.engines.useBindings(env);
+function missingBindings(config: LoadedConfig, env: object): string[] {
   const out: string[] = [];
   for (const [model, pools] of Object.entries(config.models)) {
     for (const role of ["prefill", "decode", "encode", "regular"] as const) {
       pools[role].forEach((e, i) => {
-        if (e.binding !== undefined && !isolate.engines.hasFetchBinding(e.binding)) {
+        if (e.binding !== undefined && !hasFetchBinding(env as Bindings, e.binding)) {
           out.push(`models.${model}.${role}.${i}.binding: the Worker has no binding ${e.binding} (declare it in wrangler.toml vpc_services)`);
         }
       });
@@ -93,7 +93,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
   app.get("/health", (c) => {
     let errors: readonly string[];
     try {
-      errors = missingBindings(loadConfig(c.env.GATEWAY_CONFIG), isolate, c.env);
+      errors = missingBindings(loadConfig(c.env.GATEWAY_CONFIG), c.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       errors = err.problems;
