@@ -44,8 +44,11 @@ describe("per-isolate state", () => {
     const [a, b] = [createIsolateState(), createIsolateState()];
     let viaBinding = 0;
     const VPC = { fetch: async () => (viaBinding++, new Response("ok")) };
-    const res = await createApp(a).fetch(new Request("http://gw/health"), { GATEWAY_CONFIG: BOUND_CONFIG, VPC }, EXECUTION);
-    expect(res.status).toBe(200);
+    const app = createApp(a);
+    expect((await app.fetch(new Request("http://gw/health"), { GATEWAY_CONFIG: BOUND_CONFIG, VPC }, EXECUTION)).status).toBe(200);
+    // A request past /health (any route: the request context is built before routing) hands
+    // the isolate its env; the health check itself only reads it.
+    await app.fetch(new Request("http://gw/nowhere"), { GATEWAY_CONFIG: BOUND_CONFIG, VPC }, EXECUTION);
     expect(a.engines.hasFetchBinding("VPC")).toBe(true);
     expect(b.engines.hasFetchBinding("VPC")).toBe(false);
     const bound = { name: "r0", url: "http://10.0.0.1:8000", binding: "VPC" };
