@@ -9,10 +9,11 @@ const LAYERS = [
   ["core", []],
   ["config", ["core"]],
   ["metrics", ["core", "config"]],
-  ["tokenizer", ["core", "gen"]],
   // The tool-call and reasoning parsers and the tool_choice constraint builder: pure text in,
   // OpenAI shapes out (docs/tools.md).
   ["parsers", ["core", "gen"]],
+  // The response builder reads replies through the output parsers (pure, below it).
+  ["tokenizer", ["core", "gen", "parsers"]],
   ["backends", ["core", "config", "gen", "tokenizer", "parsers"]],
   ["pd", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends"]],
   ["routing", ["core", "config", "gen", "metrics", "tokenizer", "parsers", "backends", "pd"]],

@@ -31,6 +31,9 @@ export interface ModelTokenizer {
   tokenizer: EdgeTokenizer;
   /** GetModelInfo max_context_length; undefined when no engine reported it. */
   maxContextLength: number | undefined;
+  /** The bundle's config.json model_type (GetModelInfo's model_type comes from the same
+   *  file), for choosing output parsers; undefined when the bundle has none. */
+  modelType: string | undefined;
   /** The chat template for a request, parsed once per template text. */
   chatTemplate(choice: TemplateChoice): Promise<CompiledChatTemplate>;
 }
@@ -242,6 +245,7 @@ export class TokenizerBundles {
       source,
       tokenizer: p.tokenizer,
       maxContextLength,
+      modelType: modelTypeOf(p.files),
       chatTemplate(choice) {
         const text = selectChatTemplate(p.files, choice);
         let compiled = p.templates.get(text);
@@ -290,4 +294,16 @@ async function fetchZipFromUrl(url: string, signal: AbortSignal): Promise<Uint8A
 function unavailable(who: string, err: unknown, model: string): GatewayError {
   const hint = err instanceof TokenizerBundleError && err.kind === "stream_failed" ? ` (an engine without GetTokenizer needs models.${model}.tokenizer.url)` : "";
   return new GatewayError("tokenizer_unavailable", 502, `${who} gave no usable tokenizer for model '${model}': ${errorText(err)}${hint}`);
+}
+
+/** config.json's model_type, when the bundle carries a readable one. */
+function modelTypeOf(files: ReadonlyMap<string, string>): string | undefined {
+  const text = files.get("config.json");
+  if (text === undefined) return undefined;
+  try {
+    const t = (JSON.parse(text) as { model_type?: unknown }).model_type;
+    return typeof t === "string" && t !== "" ? t : undefined;
+  } catch {
+    return undefined;
+  }
 }

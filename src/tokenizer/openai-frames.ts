@@ -6,9 +6,15 @@
 // and `allFinished` tells the pipeline it may Abort the engine request. Usage is the one
 // accumulator's (core/usage.ts): streamed, the chunks' deltas; not, the completes' counts; a
 // choice the gateway stopped counts the tokens up to the one that completed its stop string.
+// A chat reply with an output plan (parsers/output-plan.ts) goes through one OutputParser per
+// choice: reasoning and tool calls come out in vLLM's fields, and no markup reaches content.
 import type { GenerateResponse, InputLogProbs } from "../gen/vllm_engine_pb.js";
 import { UsageAccumulator } from "../core/usage.js";
+import { collectOutput, OutputParser } from "../parsers/output-parser.js";
+import { finishReasonOf, type OutputPlan } from "../parsers/output-plan.js";
+import { emptyDelta, type OutputDelta } from "../parsers/types.js";
 import { Detokenizer, type Decoder, type DetokenizeStep } from "./detokenizer.js";
+import { keepingSpecialTokens, type SpecialTokenSource } from "./keep-special.js";
 import { ChoiceLogprobs, promptLogprobsOf } from "./logprobs.js";
 import type { SamplingPlan } from "./sampling.js";
 
@@ -25,6 +31,11 @@ interface Choice {
   matchedStop?: string;
   logprobs: ChoiceLogprobs;
   sentRole: boolean;
+  /** The reply's parser, with an output plan. */
+  parser?: OutputParser;
+  /** Everything the parser settled (the non-streamed message is built from it). */
+  parsed: OutputDelta[];
+  calls: number;
 }
 
 export interface Usage {
@@ -45,11 +56,24 @@ export class OpenAiResponseBuilder {
     private readonly meta: ResponseMeta,
     private readonly plan: Pick<SamplingPlan, "n" | "logprobs" | "stream" | "includeUsage" | "detokenizer"> &
       Partial<Pick<SamplingPlan, "promptLogprobs" | "tokensAsIds" | "continuousUsage">>,
-    private readonly decoder: Decoder,
+    private readonly decoder: Decoder & Partial<SpecialTokenSource>,
+    /** How a chat reply is read (tools, reasoning); absent: plain text. */
+    private readonly output?: OutputPlan,
   ) {
-    this.detok = new Detokenizer(decoder, plan.detokenizer);
+    const keep = output?.keepSpecialTokens ?? [];
+    const text = keep.length > 0 && decoder.tokenToId && decoder.specialTokenIds ? keepingSpecialTokens(decoder as SpecialTokenSource, keep) : decoder;
+    this.detok = new Detokenizer(text, plan.detokenizer);
     const lp = { top: plan.logprobs ?? 0, tokensAsIds: plan.tokensAsIds ?? false };
-    this.choices = Array.from({ length: plan.n }, () => ({ text: "", finishReason: null, logprobs: new ChoiceLogprobs(decoder, lp), sentRole: false }));
+    const parserOptions = output?.parser;
+    this.choices = Array.from({ length: plan.n }, () => ({
+      text: "",
+      finishReason: null,
+      logprobs: new ChoiceLogprobs(decoder, lp),
+      sentRole: false,
+      ...(parserOptions ? { parser: new OutputParser(parserOptions) } : {}),
+      parsed: [],
+      calls: 0,
+    }));
     this.tokens = new UsageAccumulator(plan.stream);
   }
 
@@ -82,11 +106,11 @@ export class OpenAiResponseBuilder {
     }
     if (choice.finishReason === null) {
       const tail = this.detok.finish(v.index);
-      lines.push(...this.apply(v.index, tail, false));
+      lines.push(...this.apply(v.index, tail, true));
       if (choice.finishReason === null) {
-        choice.finishReason = c.finishReason === "" ? "stop" : c.finishReason;
+        choice.finishReason = this.finishReason(choice, c.finishReason === "" ? "stop" : c.finishReason);
         if (c.matchedStop.case === "matchedStopStr") choice.matchedStop = c.matchedStop.value;
-        lines.push(this.sse(this.chunkObject(v.index, "", choice.finishReason, choice)));
+        lines.push(...this.chunks(v.index, emptyDelta(), choice.finishReason, choice));
       }
     }
     return this.plan.stream ? lines : [];
@@ -107,7 +131,7 @@ export class OpenAiResponseBuilder {
       ...this.envelope(false),
       choices: this.choices.map((c, index) =>
         this.meta.api === "chat"
-          ? { index, message: { role: "assistant", content: c.text }, logprobs: this.logprobsObject(c), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null }
+          ? { index, message: this.message(c), logprobs: this.logprobsObject(c), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null }
           : { index, text: c.text, logprobs: this.logprobsObject(c), finish_reason: c.finishReason, stop_reason: c.matchedStop ?? null, ...(prompt !== undefined ? { prompt_logprobs: prompt } : {}) },
       ),
       usage: this.usage(),
@@ -126,22 +150,55 @@ export class OpenAiResponseBuilder {
     };
   }
 
-  private apply(index: number, step: DetokenizeStep, emitEmpty = false): string[] {
+  /** Takes a detokenizer step; `final`: the reply ends here (the parser settles what it holds). */
+  private apply(index: number, step: DetokenizeStep, final = false): string[] {
     const choice = this.choices[index]!;
     choice.text += step.text;
-    const out: string[] = [];
-    if (step.matchedStop !== undefined) {
-      choice.finishReason = "stop";
+    const stopped = step.matchedStop !== undefined;
+    const d = this.parse(choice, step.text, final || stopped);
+    if (stopped) {
+      choice.finishReason = this.finishReason(choice, "stop");
       choice.matchedStop = step.matchedStop;
       if (step.tokensAtStop !== undefined) {
         this.tokens.stopAt(index, step.tokensAtStop);
         choice.logprobs.cut(step.tokensAtStop);
       }
     }
-    if (step.text !== "" || emitEmpty || step.matchedStop !== undefined) {
-      out.push(this.sse(this.chunkObject(index, step.text, choice.finishReason, choice)));
+    if (d.content !== "" || d.reasoning !== "" || d.toolCalls.length > 0 || stopped) return this.chunks(index, d, choice.finishReason, choice);
+    return [];
+  }
+
+  /** The text's settled output: through the choice's parser, or all of it as content. */
+  private parse(choice: Choice, text: string, final: boolean): OutputDelta {
+    if (!choice.parser) return { ...emptyDelta(), content: text };
+    const d = choice.parser.push(text);
+    if (final) {
+      const rest = choice.parser.flush();
+      d.content += rest.content;
+      d.reasoning += rest.reasoning;
+      d.toolCalls.push(...rest.toolCalls);
     }
-    return out;
+    if (this.output?.includeReasoning === false) d.reasoning = "";
+    for (const c of d.toolCalls) if (c.id !== undefined) choice.calls++;
+    choice.parsed.push(d);
+    return d;
+  }
+
+  private finishReason(choice: Choice, engineReason: string): string {
+    return this.output ? finishReasonOf(engineReason, this.output.toolMode, choice.calls) : engineReason;
+  }
+
+  /** The non-streamed chat message: vLLM's fields (reasoning under both of its names). */
+  private message(choice: Choice): Record<string, unknown> {
+    if (!choice.parser) return { role: "assistant", content: choice.text };
+    const out = collectOutput(choice.parsed);
+    const msg: Record<string, unknown> = { role: "assistant", content: out.content };
+    if (this.output?.parser?.reasoning && this.output.includeReasoning) {
+      msg.reasoning = out.reasoning;
+      msg.reasoning_content = out.reasoning;
+    }
+    if (out.toolCalls.length > 0) msg.tool_calls = out.toolCalls;
+    return msg;
   }
 
   /** The choice's logprobs not yet sent (all of them for a non-streamed answer), or null
@@ -162,18 +219,34 @@ export class OpenAiResponseBuilder {
     return { id: this.meta.id, object, created: this.meta.created, model: this.meta.model };
   }
 
-  private chunkObject(index: number, text: string, finishReason: string | null, choice: Choice): Record<string, unknown> {
+  /** A settled delta's SSE chunks (none for a non-streamed answer): content and reasoning in
+   *  one, then one per tool-call delta, as vLLM streams them; finish_reason on the last. */
+  private chunks(index: number, d: OutputDelta, finishReason: string | null, choice: Choice): string[] {
+    if (!this.plan.stream) return [];
+    const deltas: Record<string, unknown>[] = [];
+    if (d.content !== "" || d.reasoning !== "" || d.toolCalls.length === 0) {
+      const delta: Record<string, unknown> = {};
+      if (d.content !== "" || (finishReason === null && d.reasoning === "")) delta.content = d.content;
+      if (d.reasoning !== "") {
+        delta.reasoning = d.reasoning;
+        delta.reasoning_content = d.reasoning;
+      }
+      deltas.push(delta);
+    }
+    for (const call of d.toolCalls) deltas.push({ tool_calls: [call] });
+    return deltas.map((delta, i) => this.sse(this.chunkObject(index, delta, i === deltas.length - 1 ? finishReason : null, choice)));
+  }
+
+  private chunkObject(index: number, delta: Record<string, unknown>, finishReason: string | null, choice: Choice): Record<string, unknown> {
     let body: Record<string, unknown>;
-    // Chunks are built (and thrown away) for a non-streamed answer too: its logprobs stay whole.
-    const logprobs = this.plan.stream ? this.logprobsObject(choice) : null;
+    const logprobs = this.logprobsObject(choice);
     if (this.meta.api === "chat") {
       // The first chunk of each choice announces the role, as OpenAI and vLLM do.
-      const delta: Record<string, unknown> = choice.sentRole ? {} : { role: "assistant" };
+      const withRole = choice.sentRole ? delta : { role: "assistant", ...delta };
       choice.sentRole = true;
-      if (text !== "" || finishReason === null) delta.content = text;
-      body = { index, delta, logprobs, finish_reason: finishReason };
+      body = { index, delta: withRole, logprobs, finish_reason: finishReason };
     } else {
-      body = { index, text, logprobs, finish_reason: finishReason };
+      body = { index, text: typeof delta.content === "string" ? delta.content : "", logprobs, finish_reason: finishReason };
     }
     if (finishReason !== null) body.stop_reason = choice.matchedStop ?? null;
     const out: Record<string, unknown> = { ...this.envelope(true), choices: [body] };

@@ -41,11 +41,7 @@ function sameJson(a: unknown, b: unknown): boolean {
   return a === b || (typeof a === "object" && a !== null && JSON.stringify(a) === JSON.stringify(b));
 }
 
-/** Tool calls would need an output parser: only tool_choice "none" (the tools are rendered
- *  into the prompt, nothing is parsed) is honoured until the parsers are wired in. */
-const toolsParsed = (body: Body): boolean => Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none";
-
-const NO_PARSER = "it needs an output parser, which this path does not run yet (tool calls and reasoning are parsed only by openai-http engines)";
+const DEPRECATED = "the deprecated form; vLLM does not take it either: send tools / tool_choice";
 const NO_PROTO = "the VllmEngine GenerateRequest has no field for it";
 
 /** Top-level fields. Order: OpenAI's own, then vLLM's extensions, then refusals. */
@@ -70,7 +66,7 @@ export const ENGINE_FIELDS: Readonly<Record<string, FieldRow>> = {
   response_format: mapped("SamplingParams.constraint (json_object, json_schema, structural_tag; text: none)"),
   user: noEffect("identifies the end user to OpenAI; vLLM ignores it too"),
   safety_identifier: noEffect("identifies the end user to OpenAI (user's successor); no effect on generation"),
-  parallel_tool_calls: noEffect("no tool calls are parsed on this path (tools with tool_choice other than \"none\" are refused), so there is nothing to limit", "chat"),
+  parallel_tool_calls: mapped("gateway: false keeps the first call (and maxItems 1 under tool_choice \"required\")", "chat"),
   // vLLM's sampling extensions.
   top_k: mapped("SamplingParams.top_k"),
   min_p: mapped("SamplingParams.min_p"),
@@ -95,12 +91,12 @@ export const ENGINE_FIELDS: Readonly<Record<string, FieldRow>> = {
   continue_final_message: mapped("gateway: chat template variable", "chat"),
   documents: mapped("gateway: chat template variable", "chat"),
   chat_template_kwargs: mapped("gateway: chat template variables (see chat_template_kwargs.*)", "chat"),
-  tools: refusedIf(`with tool_choice other than "none" ${NO_PARSER}; with tool_choice "none" they are rendered into the prompt`, "absent, or tool_choice \"none\"", (_v, body) => !toolsParsed(body), "chat"),
-  tool_choice: refusedIf(`any value but "none" ${NO_PARSER}`, "\"none\"", (v) => v === "none", "chat"),
+  tools: mapped("gateway: rendered into the prompt; the reply is read by the model's tool parser (docs/tools.md)", "chat"),
+  tool_choice: mapped("gateway: \"none\" / \"auto\" choose parsing; \"required\", a named function and allowed_tools become SamplingParams.constraint", "chat"),
   kv_transfer_params: noEffect("dropped, as on every path: the gateway owns the KV handoff between its engines (docs/pd.md)"),
   // Refused: nothing on this path can honour them.
-  reasoning_effort: refused(NO_PARSER, null, "chat"),
-  include_reasoning: refused(NO_PARSER, true, "chat"),
+  reasoning_effort: noEffect("vLLM hands it to chat templates that read it (gpt-oss); the templates this gateway renders for its parsers' models do not read it", "chat"),
+  include_reasoning: mapped("gateway: false drops the reasoning the model's reasoning parser split off", "chat"),
   thinking_token_budget: refused(NO_PROTO, null, "chat"),
   echo: refused("the gateway does not return the prompt in the answer", false),
   suffix: refused(NO_PROTO, null, "completions"),
@@ -145,8 +141,8 @@ export const ENGINE_FIELDS: Readonly<Record<string, FieldRow>> = {
   web_search_options: refused("the gateway has no web search", null, "chat"),
   verbosity: refused(NO_PROTO, null, "chat"),
   prompt_cache_key: refused(NO_PROTO, null),
-  functions: refused(`the deprecated form of tools; ${NO_PARSER}`, null, "chat"),
-  function_call: refusedIf(`the deprecated form of tool_choice; ${NO_PARSER}`, "\"none\"", (v) => v === "none", "chat"),
+  functions: refused(`${DEPRECATED}`, null, "chat"),
+  function_call: refusedIf(DEPRECATED, "\"none\"", (v) => v === "none", "chat"),
 };
 
 /** Keys of the objects whose members the gateway reads one by one. */
@@ -169,10 +165,6 @@ export const NESTED_FIELDS: Readonly<Record<string, Readonly<Record<string, Fiel
   },
 };
 
-/** Template variables that switch a reasoning model's thinking on: the answer would then need
- *  a reasoning parser. Switching it off needs none (the template closes the think block). */
-export const REASONING_KWARGS: readonly string[] = ["enable_thinking", "thinking"];
-
 const refusal = (param: string, why: string) =>
   new GatewayError("unsupported_parameter", 400, `${param}: not supported for a model served by VllmEngine engines: ${why}`, undefined, param);
 
@@ -193,13 +185,6 @@ export function refuseUnsupportedFields(api: EngineApi, body: Body): void {
     const nested = NESTED_FIELDS[key];
     if (nested && typeof v === "object" && v !== null && !Array.isArray(v)) {
       for (const [sub, sv] of Object.entries(v)) check(`${key}.${sub}`, nested[sub], api, sv, body);
-    }
-  }
-  const kwargs = body.chat_template_kwargs;
-  if (api === "chat" && typeof kwargs === "object" && kwargs !== null) {
-    for (const k of REASONING_KWARGS) {
-      const v = (kwargs as Body)[k];
-      if (v !== undefined && v !== null && v !== false) throw refusal(`chat_template_kwargs.${k}`, `turning thinking on ${NO_PARSER} (accepted: false)`);
     }
   }
 }

@@ -17,6 +17,9 @@ import type { LegStream } from "../../pd/leg.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import { VLLM_ENGINE_TRANSPORTS, vllmEngineFamily } from "../../routing/families.js";
 import { runPipeline } from "../../routing/pipeline.js";
+import { planOutput, type OutputPlan } from "../../parsers/output-plan.js";
+import { resolveParsers } from "../../parsers/resolve.js";
+import { combineConstraints, ToolRequestError } from "../../parsers/tool-choice.js";
 import { SamplingParamError } from "../../tokenizer/errors.js";
 import { OpenAiResponseBuilder } from "../../tokenizer/openai-frames.js";
 import { samplingPlan, type SamplingPlan } from "../../tokenizer/sampling.js";
@@ -45,7 +48,7 @@ export function tokenizerEngines(gw: GatewayContext, model: string): EngineConfi
 }
 
 export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiRequest, clientHeaders: Headers, s: EngineGenerationScope): Promise<Response> {
-  const { job, plan, tokenizer } = await engineJob(gw, p, clientHeaders, s.requestId);
+  const { job, plan, tokenizer, output } = await engineJob(gw, p, clientHeaders, s.requestId);
   s.metrics.forJob(job);
   const { stream } = await runPipeline(gw.pipeline(p.model), {
     job,
@@ -56,7 +59,7 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
   });
   const chat = p.route === "/v1/chat/completions";
   const head = { api: chat ? "chat" : "completions", id: `${chat ? "chatcmpl" : "cmpl"}-${s.requestId}`, created: Math.floor(Date.now() / 1000), model: p.model } as const;
-  return render(gw, stream, new OpenAiResponseBuilder(head, plan, tokenizer), plan, s);
+  return render(gw, stream, new OpenAiResponseBuilder(head, plan, tokenizer, output), plan, s);
 }
 
 /** The job: the prompt rendered and tokenized with the engine's tokenizer, SamplingParams
@@ -74,6 +77,9 @@ async function engineJob(gw: GatewayContext, p: OpenAiRequest, clientHeaders: He
   const limits = maxPromptBytes === undefined ? {} : { maxPromptBytes };
   const prompt = chat ? await chatPrompt(p, tok, limits) : await completionPrompt(p, tok, limits);
   const plan = planOf(chat, p.body, prompt, tok, gw.config.limits.max_n);
+  const output = chat ? outputPlanOf(gw, p, tok) : undefined;
+  // A tool constraint wins over response_format / structured outputs (docs/tools.md).
+  if (output) plan.samplingParams.constraint = combineConstraints(output.constraint, plan.samplingParams.constraint);
   const job = buildJob(gw, {
     model: p.model,
     surface: "openai",
@@ -91,7 +97,20 @@ async function engineJob(gw: GatewayContext, p: OpenAiRequest, clientHeaders: He
     clientRequestId: requestId,
     headers: clientHeaders,
   });
-  return { job, plan, tokenizer: tok.tokenizer };
+  return { job, plan, tokenizer: tok.tokenizer, output };
+}
+
+/** How the chat reply is read: the model's parsers (config, else its name, else its
+ *  model_type), the request's tools, tool_choice and include_reasoning. */
+function outputPlanOf(gw: GatewayContext, p: OpenAiRequest, tok: ModelTokenizer): OutputPlan {
+  const model = Object.hasOwn(gw.config.models, p.model) ? gw.config.models[p.model] : undefined;
+  const parsers = resolveParsers(p.model, tok.modelType, { ...optional("tool_parser", model?.tool_parser), ...optional("reasoning_parser", model?.reasoning_parser) });
+  try {
+    return planOutput(p.body, parsers);
+  } catch (err) {
+    if (err instanceof ToolRequestError) throw new GatewayError("invalid_request", 400, err.message, undefined, err.field);
+    throw err;
+  }
 }
 
 /** The frames as OpenAI SSE events while they come, or as one JSON answer. */

@@ -51,13 +51,11 @@ describe("the rules around the table", () => {
     }
   });
 
-  it("names the field that asks for the parser: tools with tool_choice auto or absent, tool_choice otherwise, the thinking switch", () => {
-    expect(refusal(C, { tools: TOOLS })?.param).toBe("tools");
-    expect(refusal(C, { tools: TOOLS, tool_choice: "auto" })?.param).toBe("tools");
-    expect(refusal(C, { tool_choice: { type: "function", function: { name: "f" } } })?.param).toBe("tool_choice");
-    expect(refusal(C, { tools: [], tool_choice: "none" })).toBeUndefined();
-    expect(refusal(C, { chat_template_kwargs: { enable_thinking: true } })?.param).toBe("chat_template_kwargs.enable_thinking");
-    expect(refusal(C, { chat_template_kwargs: { thinking: true } })?.param).toBe("chat_template_kwargs.thinking");
+  it("tools, tool_choice and the thinking switch are taken (docs/tools.md); the deprecated functions form is refused by name", () => {
+    expect(refusal(C, { tools: TOOLS, tool_choice: { type: "function", function: { name: "f" } } })).toBeUndefined();
+    expect(refusal(C, { chat_template_kwargs: { enable_thinking: true } })).toBeUndefined();
+    expect(refusal(C, { functions: [{ name: "f" }] })?.param).toBe("functions");
+    expect(refusal(C, { function_call: { name: "f" } })?.param).toBe("function_call");
   });
 
   it("an unknown field is refused by name, top-level or nested; a field of the other API is refused on this one", () => {

@@ -32,6 +32,7 @@ async function qwen3(maxContextLength: number | undefined) {
     source: "test",
     tokenizer: counted,
     maxContextLength,
+    modelType: "qwen3",
     chatTemplate: (choice) => compileChatTemplate(selectChatTemplate(bundle.files, choice)),
   } satisfies ModelTokenizer;
   return { tok, calls };
