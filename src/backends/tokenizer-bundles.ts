@@ -75,6 +75,8 @@ export class TokenizerBundles {
   /** What each engine served, per model: the evidence for conflicts(). */
   private readonly served = new Map<string, Map<string, string>>();
   private readonly swept = new Set<string>();
+  /** config.json model_type per model, once this isolate has loaded its tokenizer. */
+  private readonly types = new Map<string, string | undefined>();
 
   constructor(private readonly deps: TokenizerBundleDeps) {}
 
@@ -85,12 +87,20 @@ export class TokenizerBundles {
     const hit = this.models.get(key);
     if (hit && !(hit.failed && now - hit.at >= RETRY_AFTER_FAILURE_MS)) return hit.value;
     const entry = { at: now, failed: false, value: this.load(req) };
-    entry.value.catch(() => {
-      entry.failed = true;
-      entry.at = (this.deps.now ?? Date.now)();
-    });
+    entry.value.then(
+      (t) => this.types.set(req.model, t.modelType),
+      () => {
+        entry.failed = true;
+        entry.at = (this.deps.now ?? Date.now)();
+      },
+    );
     this.models.set(key, entry);
     return entry.value;
+  }
+
+  /** The model's config.json model_type: null until this isolate has loaded its tokenizer. */
+  modelType(model: string): string | undefined | null {
+    return this.types.has(model) ? this.types.get(model) : null;
   }
 
   /** Models whose engines served different bundles (for the admin view). */

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { testGateway, type TestGateway } from "../support/gateway.js";
+import { adminGateway } from "../support/admin.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
 import { FAST, generatesReceived } from "../support/pd-fixtures.js";
 import type { EngineSpec } from "../../sim/types.js";
@@ -20,12 +21,16 @@ afterEach(async () => {
 });
 
 async function start(): Promise<TestGateway> {
+  return testGateway(await clusterConfig());
+}
+
+async function clusterConfig() {
   const engines: EngineSpec[] = [
     { name: "prefill", role: "prefill", kvConnector: "NixlConnector", kvEngineId: "prefill-eng", model: MODEL, port: 0, latency: FAST },
     { name: "decode", role: "decode", kvConnector: "NixlConnector", kvEngineId: "decode-eng", model: MODEL, port: 0, latency: FAST },
   ];
   cluster = await startTestCluster({ engines });
-  return testGateway({
+  return {
     models: {
       [MODEL]: {
         prefill: [{ name: "prefill", url: cluster.url("prefill"), transport: "connect" }],
@@ -34,7 +39,7 @@ async function start(): Promise<TestGateway> {
     },
     pd: { engine_info_ttl_ms: 0 },
     retry: { disabled: true },
-  });
+  };
 }
 
 const sdk = (gw: TestGateway) => new OpenAI({ baseURL: "http://gateway.test/v1", apiKey: "x", fetch: gw.fetch as never, maxRetries: 0 });
@@ -149,5 +154,27 @@ describe("reasoning on VllmEngine engines", () => {
     const dropped = (await sdk(gw).chat.completions.create({ ...body, include_reasoning: false } as never)) as unknown as { choices: { message: Record<string, unknown> }[] };
     expect(dropped.choices[0]!.message.content).toBe("\n\nThe answer.");
     expect(dropped.choices[0]!.message.reasoning).toBeUndefined();
+  });
+});
+
+describe("GET /admin/engines shows each model's parsers", () => {
+  it("chosen from the name, then the bundle's model type once loaded; the config's choice wins", async () => {
+    const config = await clusterConfig();
+    const gw = adminGateway(config);
+    const parsers = async () => ((await (await gw.admin("GET", "/admin/engines")).json()) as { parsers: Record<string, unknown> }).parsers;
+    expect(await parsers()).toEqual({
+      [MODEL]: {
+        model_type: null,
+        tokenizer_loaded: false,
+        tool_parser: { name: "hermes", source: "model name", pattern: "qwen", available: true },
+        reasoning_parser: { name: "qwen3", source: "model name", pattern: "qwen3", available: true },
+      },
+    });
+    await sdk(gw).chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+    expect(await parsers()).toMatchObject({ [MODEL]: { model_type: "qwen3", tokenizer_loaded: true } });
+
+    const configured = adminGateway({ ...config, models: { [MODEL]: { ...config.models[MODEL], tool_parser: "none", reasoning_parser: "deepseek_r1" } } });
+    const body = (await (await configured.admin("GET", `/admin/engines?model=${encodeURIComponent(MODEL)}`)).json()) as { parsers: Record<string, unknown> };
+    expect(body.parsers[MODEL]).toMatchObject({ tool_parser: { name: "none", source: "config" }, reasoning_parser: { name: "deepseek_r1", source: "config" } });
   });
 });

@@ -17,6 +17,7 @@ import { ENGINE_ID_PATTERN, parseBody, registerBodySchema, updateBodySchema } fr
 import { newEngineId, prepareEngine } from "./register.js";
 import { configEngineView, engineView, type IsolateView } from "./view.js";
 import { clustersView } from "./clusters-view.js";
+import { parsersView } from "./parsers-view.js";
 
 type AdminEnv = { Bindings: Env; Variables: { gateway: GatewayContext; registry: RegistryStub } };
 type AdminContext = Context<AdminEnv>;
@@ -125,7 +126,7 @@ export function adminRoutes() {
       // Engines of one model that serve different tokenizer bundles (seen by this isolate):
       // a config error, since the gateway tokenizes once for all of them.
       const tokenizerConflicts = (gw.isolate.tokenizers?.conflicts() ?? []).filter((x) => model === undefined || x.model === model);
-      return c.json({ engines, clusters: clustersView(gw, model), tokenizer_conflicts: tokenizerConflicts });
+      return c.json({ engines, clusters: clustersView(gw, model), parsers: parsersView(gw, model), tokenizer_conflicts: tokenizerConflicts });
     }),
   );
 
