@@ -138,6 +138,18 @@ const EXPECTATIONS: Expectation[] = [
     },
   },
   {
+    name: "OpenAI tool call and reasoning on VllmEngine engines",
+    matches: (c) => c.includes("/v1/chat/completions") && c.includes('"tools"'),
+    check: (r) => {
+      const body = JSON.parse(r.stdout) as { choices?: { finish_reason?: string; message?: { reasoning?: string; tool_calls?: { function?: { name?: string; arguments?: string } }[] } }[] };
+      const choice = body.choices?.[0];
+      const call = choice?.message?.tool_calls?.[0]?.function;
+      expect(choice?.finish_reason === "tool_calls", `expected finish_reason "tool_calls", got ${r.stdout.slice(0, 300)}`);
+      expect(call?.name === "get_weather" && call.arguments === '{"city":"Paris"}', `expected get_weather({"city":"Paris"}), got ${JSON.stringify(call)}`);
+      expect(choice?.message?.reasoning === "The user wants the weather.", `expected the reasoning split off, got ${JSON.stringify(choice?.message?.reasoning)}`);
+    },
+  },
+  {
     name: "dev metrics: the last events",
     matches: (c) => c.includes("/admin/metrics/recent"),
     check: (r) => {

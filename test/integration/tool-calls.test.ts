@@ -91,6 +91,21 @@ describe("tool calls on VllmEngine engines", () => {
     expect(contents.join("")).not.toContain("<tool_call>");
   });
 
+  it("logprobs with the parsers active: one per generated token, streamed and not, the same", async () => {
+    const gw = await start();
+    const body = { model: MODEL, messages: say(`Sure.\n${call("get_weather", '{"city": "Paris"}')}`), tools: TOOLS, max_tokens: 60, logprobs: true, top_logprobs: 1, ...END };
+    const whole = await sdk(gw).chat.completions.create(body);
+    const tokens = (whole.choices[0]!.logprobs?.content ?? []).map((t) => t.token);
+    expect(tokens.length).toBe(whole.usage!.completion_tokens);
+    // The markup's tokens are among them: logprobs are per token, whatever the parser made of the text.
+    expect(tokens.join("")).toContain("<tool_call>");
+    const streamed: string[] = [];
+    for await (const chunk of await sdk(gw).chat.completions.create({ ...body, stream: true })) {
+      for (const ch of chunk.choices) streamed.push(...(ch.logprobs?.content ?? []).map((t) => t.token));
+    }
+    expect(streamed).toEqual(tokens);
+  });
+
   it("parallel_tool_calls false keeps the first call", async () => {
     const gw = await start();
     const reply = `${call("get_weather", '{"city": "Paris"}')}\n${call("get_time", '{"zone": "CET"}')}`;
