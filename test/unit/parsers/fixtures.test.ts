@@ -1,5 +1,5 @@
 // The upstream parsers' test fixtures (test/fixtures/parsers/*.json: smg's crates/tool_parser
-// and crates/reasoning_parser tests, vLLM's tests/reasoning), each run whole, one code point
+// and crates/reasoning_parser tests, vLLM's tests/reasoning and tests/tool_parsers), each run whole, one code point
 // per delta, and in random-sized deltas: the whole-text answer must match the fixture, and
 // every streamed run must fold to the same answer, with the OpenAI delta shape.
 import { readdirSync, readFileSync } from "node:fs";
@@ -17,6 +17,10 @@ interface Case {
   content: string | null;
   reasoning?: string | null;
   upstream_content?: string;
+  /** Upstream's answer where the gateway deliberately differs (docs/tools.md, Tests); kept as a fact, not asserted. */
+  upstream?: { calls: { name: string; arguments: unknown }[]; content: string | null };
+  /** Why the gateway answers otherwise; required with `upstream`. */
+  differs?: string;
   thinking?: boolean;
   tools?: ToolSpec[];
   parser?: string;
@@ -53,6 +57,7 @@ for (const [fileName, file] of files) {
   describe(fileName, () => {
     for (const c of file.cases) {
       it(c.name, () => {
+        if (c.upstream !== undefined) expect(c.differs).toEqual(expect.any(String));
         const options = optionsFor(file, c);
         const got = whole(c.text, options);
         expect(got.toolCalls.map((t) => ({ name: t.function.name, arguments: JSON.parse(t.function.arguments) as unknown }))).toEqual(c.calls);
