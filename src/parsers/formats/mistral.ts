@@ -1,7 +1,7 @@
 // Mistral (upstream: smg crates/tool_parser/src/parsers/mistral.rs, vLLM
 // mistral_tool_parser.py): `[TOOL_CALLS]` then a JSON array of {"name", "arguments"} objects
-// (or one such object), or the newer tokenizers' `[TOOL_CALLS]NAME[ARGS]{...}`, repeated per
-// call. Markup that does not read as calls stays text.
+// (or one such object), or the newer tokenizers' `[TOOL_CALLS]NAME[ARGS]{...}` (or `NAME{...}`,
+// as vLLM reads it with [ARGS] skipped), repeated per call. Markup that does not read as calls stays text.
 import { callFromJsonObject, minifyJson, scanJsonValue } from "../json-text.js";
 import { plainPrefix, skipWhitespace } from "../text-scan.js";
 import { text, wait, type Step, type ToolFormat } from "../tool-format.js";
@@ -41,8 +41,10 @@ function toolCallsStep(t: string, final: boolean): Step {
   const name = NAME.exec(t)![0];
   const after = i + name.length;
   if (after === t.length || (ARGS.startsWith(t.slice(after)) && t.length - after < ARGS.length)) return final ? text(TOOL_CALLS.length) : wait;
-  if (name === "" || !t.startsWith(ARGS, after)) return text(TOOL_CALLS.length);
-  const start = after + ARGS.length;
+  // NAME{...} is the same call with [ARGS] decoded away (vLLM's v11 text).
+  const bare = t[after] === "{";
+  if (name === "" || (!bare && !t.startsWith(ARGS, after))) return text(TOOL_CALLS.length);
+  const start = bare ? after : after + ARGS.length;
   const end = scanJsonValue(t, start, final);
   if (end === -1) return final ? text(TOOL_CALLS.length) : wait;
   if (end < 0) return text(TOOL_CALLS.length);

@@ -15,8 +15,10 @@ import type { ToolFormat } from "../tool-format.js";
 import type { ToolSpec } from "../types.js";
 import { taggedScanner } from "./tagged.js";
 
-const FUNCTION = /<function=([^>]+)>/;
-const PARAMETER = /<parameter=([^>]+)>([\s\S]*?)<\/parameter>/g;
+// A name never spans a line or another tag (`<function=f\n</function>` is no call), and a
+// value missing its </parameter> ends at the next <parameter= or </function>, as vLLM reads them.
+const FUNCTION = /<function=([^<>\n]+)>/;
+const PARAMETER = /<parameter=([^>]+)>([\s\S]*?)(?:<\/parameter>|(?=<parameter=)|(?=<\/function>))/g;
 
 function asJson(text: string): string | undefined {
   return text !== "" && scanJsonValue(text, 0, true) === text.length ? minifyJson(text) : undefined;
