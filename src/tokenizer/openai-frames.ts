@@ -188,14 +188,14 @@ export class OpenAiResponseBuilder {
     return this.output ? finishReasonOf(engineReason, this.output.toolMode, choice.calls) : engineReason;
   }
 
-  /** The non-streamed chat message: vLLM's fields (reasoning under both of its names). */
+  /** The non-streamed chat message: vLLM's fields (`reasoning`, its only name for it since
+   *  vLLM PR 33402 removed `reasoning_content`). */
   private message(choice: Choice): Record<string, unknown> {
     if (!choice.parser) return { role: "assistant", content: choice.text };
     const out = collectOutput(choice.parsed);
     const msg: Record<string, unknown> = { role: "assistant", content: out.content };
     if (this.output?.parser?.reasoning && this.output.includeReasoning) {
       msg.reasoning = out.reasoning;
-      msg.reasoning_content = out.reasoning;
     }
     if (out.toolCalls.length > 0) msg.tool_calls = out.toolCalls;
     return msg;
@@ -229,7 +229,6 @@ export class OpenAiResponseBuilder {
       if (d.content !== "" || (finishReason === null && d.reasoning === "")) delta.content = d.content;
       if (d.reasoning !== "") {
         delta.reasoning = d.reasoning;
-        delta.reasoning_content = d.reasoning;
       }
       deltas.push(delta);
     }

@@ -72,7 +72,7 @@ export function outputPieces(chunk: Record<string, unknown>): number {
     if (typeof c !== "object" || c === null) continue;
     const ch = c as Record<string, unknown>;
     const delta = (typeof ch.delta === "object" && ch.delta !== null ? ch.delta : {}) as Record<string, unknown>;
-    if (nonEmpty(ch.text) || nonEmpty(delta.content) || nonEmpty(delta.reasoning_content) || Array.isArray(delta.tool_calls)) n++;
+    if (nonEmpty(ch.text) || nonEmpty(delta.content) || nonEmpty(delta.reasoning) || nonEmpty(delta.reasoning_content) || Array.isArray(delta.tool_calls)) n++;
   }
   return n;
 }
@@ -179,7 +179,9 @@ const K_USAGE = ascii('usage"');
 const K_TEXT = ascii('text"');
 const K_TOOL_CALLS = ascii('tool_calls"');
 const K_CONTENT = ascii('content"');
-const K_REASONING = ascii('reasoning_content"');
+// vLLM sends "reasoning" today; before PR 27752 it sent "reasoning_content" (and both for a while).
+const K_REASONING = ascii('reasoning"');
+const K_REASONING_CONTENT = ascii('reasoning_content"');
 
 /** One pass over the events' quotes: whether any may need a parse (needsParse), and the
  *  output pieces (countOutputPieces). Only quotes that open a member name count: preceded by
@@ -207,7 +209,7 @@ export function scanEvents(b: Uint8Array): { parse: boolean; pieces: number } {
         key = K_CONTENT;
         break;
       case 0x72: // r
-        key = K_REASONING;
+        key = at(b, k, K_REASONING) ? K_REASONING : K_REASONING_CONTENT;
         break;
       default:
         continue;
@@ -230,9 +232,10 @@ export function hasDataField(events: Uint8Array): boolean {
   return indexOfBytes(events, DATA_FIELD) >= 0;
 }
 
-/** ≈ outputPieces over every chunk in `events` without parsing them: "text" and "content"
- *  (or "reasoning_content") members holding a non-empty string, and "tool_calls" arrays. A
- *  choice with both content and reasoning_content counts twice, which vLLM does not send. */
+/** ≈ outputPieces over every chunk in `events` without parsing them: "text", "content",
+ *  "reasoning" (or the older "reasoning_content") members holding a non-empty string, and
+ *  "tool_calls" arrays. A choice with two of them counts twice (the vLLM versions that sent
+ *  both reasoning names over-count reasoning tokens this way). */
 export function countOutputPieces(events: Uint8Array): number {
   return scanEvents(events).pieces;
 }

@@ -86,6 +86,8 @@ describe("byte scanning (the relay's fast path)", () => {
     [{ choices: [{ index: 0, delta: { content: " hi" } }, { index: 1, delta: { content: " yo" } }] }, 2],
     [{ choices: [{ index: 0, text: " t", finish_reason: null }] }, 1],
     [{ choices: [{ index: 0, delta: { reasoning_content: "r" } }] }, 1],
+    [{ choices: [{ index: 0, delta: { reasoning: "r" } }] }, 1],
+    [{ choices: [{ index: 0, delta: { reasoning: "" } }] }, 0],
     [{ choices: [{ index: 0, delta: { tool_calls: [] } }] }, 1],
     [{ choices: [{ index: 0, delta: { content: 'a "text":"b"' } }] }, 1],
     [{ choices: [] }, 0],
