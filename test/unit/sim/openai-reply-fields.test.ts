@@ -4,6 +4,7 @@
 // not. Replies are scripted with <sim-say>.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scriptOf } from "../../../sim/script.js";
 import type { RunningCluster } from "../../../sim/types.js";
 import { FAST, cluster, postJson } from "./helpers.js";
 
@@ -89,6 +90,26 @@ describe("tool_choice auto", () => {
     const s = await streamed("parsers", { ...say(two), tools: WEATHER });
     expect(s.content).toBe("Checking.");
     expect(s.calls.map((t) => t.arguments)).toEqual(['{"city":"Paris"}', '{"city":"Oslo"}']);
+  });
+
+  it("n=2 streamed: each choice parses its own calls", async () => {
+    const stream = await sdk("parsers").chat.completions.create({ ...say(`</think>${CALL}`), tools: WEATHER, n: 2, stream: true });
+    const names = new Map<number, string[]>();
+    for await (const chunk of stream) {
+      for (const ch of chunk.choices) for (const tc of ch.delta.tool_calls ?? []) if (tc.function?.name) names.set(ch.index, [...(names.get(ch.index) ?? []), tc.function.name]);
+    }
+    expect(Object.fromEntries(names)).toEqual({ 0: ["get_weather"], 1: ["get_weather"] });
+  });
+
+  it("a call cut off by max_tokens: non-streamed finish_reason tool_calls, streamed length (as vLLM's two generators)", async () => {
+    const text = `</think>${CALL} and more`;
+    const body = { model: MODEL, messages: [{ role: "user" as const, content: `<sim-say>${text}</sim-say>` }], ignore_eos: true, max_tokens: scriptOf(`</think>${CALL}`).ids.length + 1, tools: WEATHER };
+    const r = await sdk("parsers").chat.completions.create(body);
+    expect(r.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(r.choices[0]!.message.tool_calls).toHaveLength(1);
+    const s = await streamed("parsers", body);
+    expect(s.finish).toEqual(["length"]);
+    expect(s.calls).toHaveLength(1);
   });
 
   it("bad JSON inside the tags: no calls, the text is content", async () => {
