@@ -85,6 +85,19 @@ function toolChoiceOf(body: Body, tools: ToolDef[] | undefined): ToolChoice {
   return { name };
 }
 
+/** A JSON schema given as an object or as its JSON text. */
+function schemaText(v: unknown): string {
+  if (isObject(v)) return JSON.stringify(v);
+  if (typeof v === "string") {
+    try {
+      if (isObject(JSON.parse(v))) return v;
+    } catch {
+      // falls through to the 400
+    }
+  }
+  bad("structured_outputs.json", "must be a JSON schema (an object or its JSON text)");
+}
+
 /** structured_outputs, else response_format (protocol.py's structured_outputs_from_response_format). */
 function constraintOf(body: Body): Constraint | undefined {
   const so = body.structured_outputs;
@@ -93,7 +106,7 @@ function constraintOf(body: Body): Constraint | undefined {
     const kinds = ["json", "regex", "choice"].filter((k) => so[k] !== undefined && so[k] !== null);
     if (kinds.length > 1) throw new OpenAiBadRequest("You can only use one kind of constraints for structured outputs ('json', 'regex' or 'choice').", null);
     if (isObject(body.tool_choice) && kinds.length > 0) throw new OpenAiBadRequest("You can only either use constraints for structured outputs or tools, not both.", null);
-    if (so.json !== undefined && so.json !== null) return { case: "jsonSchema", value: typeof so.json === "string" ? so.json : JSON.stringify(so.json) };
+    if (so.json !== undefined && so.json !== null) return { case: "jsonSchema", value: schemaText(so.json) };
     if (typeof so.regex === "string") return { case: "regex", value: so.regex };
     if (Array.isArray(so.choice)) return { case: "choice", value: create(ChoiceConstraintSchema, { choices: so.choice.map(String) }) };
     if (so.json_object === true) return { case: "jsonObject", value: true };
@@ -108,6 +121,7 @@ function constraintOf(body: Body): Constraint | undefined {
   if (rf.type === "json_schema") {
     const js = rf.json_schema;
     if (!isObject(js)) throw new OpenAiBadRequest("When response_format type is 'json_schema', the 'json_schema' field must be provided.", "response_format");
+    if (js.schema !== undefined && js.schema !== null && !isObject(js.schema)) bad("response_format.json_schema.schema", "must be an object");
     return { case: "jsonSchema", value: JSON.stringify(js.schema ?? {}) };
   }
   if (rf.type === "structural_tag") return { case: "structuralTag", value: JSON.stringify(rf) };

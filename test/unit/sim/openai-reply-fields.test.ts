@@ -191,6 +191,13 @@ describe("structured outputs", () => {
     expect(re.choices[0]!.text).toMatch(/^[A-Z]{3}-\d{2}$/);
   });
 
+  it("two kinds of constraint, or a json that is no schema, are 400s", async () => {
+    for (const so of [{ json: schema, regex: "a" }, { json: "not json" }]) {
+      const r = await postJson(`${c.engine("plain").url}/v1/chat/completions`, { ...say("x"), structured_outputs: so });
+      expect(r.status).toBe(400);
+    }
+  });
+
   it("under a reasoning parser the constrained value follows an empty thought", async () => {
     const r = await sdk("parsers").chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: 60, response_format: { type: "json_schema", json_schema: { name: "p", schema } } });
     expect(r.choices[0]!.message).toMatchObject({ reasoning: "" });
