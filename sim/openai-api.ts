@@ -282,16 +282,16 @@ async function streamResponse(
     if (big?.unterminated) return new Promise<void>((r) => (res.destroyed ? r() : res.once("close", () => r())));
     const c = ctx.choices[offset + ev.index]!;
     if (ev.type === "token") {
-      const offset = c.text.length;
+      const at = c.text.length;
       c.text += ev.text;
       const tok = { id: ev.tokenId, text: ev.text, pos: c.count++ };
       if (ev.final) {
         c.finalToken = tok; // sent with the finish_reason below
-        c.finalOffset = offset;
+        c.finalOffset = at;
         continue;
       }
       const upto = Math.max(c.sent, c.text.length - holdback);
-      sendChunk(choiceChunk(c, c.text.slice(c.sent, upto), [tok], null, offset));
+      sendChunk(choiceChunk(c, c.text.slice(c.sent, upto), [tok], null, at));
       c.sent = upto;
       continue;
     }
