@@ -11,7 +11,6 @@ import { sendAnthropicError, sendJson, onClientGone, sendOpenAiError } from "./h
 import { AnthropicRefusal, parseCountTokensRequest, parseMessagesRequest, type MessagesRequest } from "./messages-parse.js";
 import { errorStatus, finalText, type Complete } from "./openai-api.js";
 import type { Run } from "./run.js";
-import { detokenize } from "./tokens.js";
 
 interface Ctx {
   id: string;
@@ -124,7 +123,7 @@ async function streamMessage(ctx: Ctx, run: Run, res: ServerResponse): Promise<v
     }
     begin();
     if (ev.type === "token") {
-      text += detokenize([ev.tokenId]);
+      text += ev.text;
       if (ev.final) continue;
       delta(text.slice(sent));
       sent = text.length;

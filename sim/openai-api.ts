@@ -12,8 +12,12 @@ import { kvParamsOfBody } from "./body-fields.js";
 import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
 import type { GenEvent, Run } from "./run.js";
 import type { SimFault } from "./types.js";
-import { detokenize } from "./tokens.js";
-import { MAX_CONTEXT } from "./spec.js";
+import { detokenize, promptHash } from "./tokens.js";
+import { MAX_CONTEXT, type EngineConfig } from "./spec.js";
+import { constrainedText } from "./constraint.js";
+import { scriptOf, scriptText, type Script } from "./script.js";
+import { chatLogprobs, completionLogprobs, type OutToken } from "./http-logprobs.js";
+import { ChatStreamShaper, chatMessage } from "./chat-reply.js";
 
 export type Complete = Extract<GenEvent, { type: "complete" }>;
 
@@ -23,14 +27,42 @@ interface Choice {
   /** Characters of `text` already streamed. */
   sent: number;
   complete?: Complete;
+  /** The reply fixed in advance for this choice's prompt, if any. */
+  script?: Script;
+  /** Output tokens seen so far (streaming). */
+  count: number;
+  /** The token that finished the sample, sent with the finish chunk. */
+  finalToken?: OutToken;
+  finalOffset?: number;
+  shaper?: ChatStreamShaper;
 }
 
-/** Text of a finished sample as vLLM returns it: cut just before the matched stop string. */
-export function finalText(c: Complete): string {
-  const full = detokenize(c.outputIds);
-  if (c.matchedStopStr === undefined) return full;
-  const at = full.indexOf(c.matchedStopStr);
-  return at >= 0 ? full.slice(0, at) : full;
+/** Text of a finished sample as vLLM returns it: cut just before the matched stop string, or
+ *  just after it with include_stop_str_in_output. */
+export function finalText(c: Complete, includeStop = false): string {
+  if (c.matchedStopStr === undefined) return c.text;
+  const at = c.text.indexOf(c.matchedStopStr);
+  return at >= 0 ? c.text.slice(0, at + (includeStop ? c.matchedStopStr.length : 0)) : c.text;
+}
+
+/** The reply a prompt's run emits when it is fixed: a structured-output constraint's value
+ *  (after an empty thought under a reasoning parser, whose grammar starts after `</think>`), or
+ *  the prompt's <sim-say> script. */
+function scriptFor(cfg: EngineConfig, p: OpenAiRequest, i: number): { script?: Script; replyLength?: number } {
+  const c = p.fields.constraint;
+  const constrained = c ? constrainedText(c, promptHash(p.prompts[i]!)) : undefined;
+  if (constrained !== undefined && constrained !== "") {
+    const script = scriptOf((cfg.reasoningParser ? "</think>" : "") + constrained);
+    return { script, replyLength: script.ids.length };
+  }
+  const say = scriptText(p.promptTexts[i] ?? "");
+  return say === undefined ? {} : { script: scriptOf(say) };
+}
+
+function outTokens(c: Choice): OutToken[] {
+  const ids = c.complete?.outputIds ?? [];
+  const s = c.script;
+  return ids.map((id, pos) => ({ id, pos, text: s ? s.texts[pos % s.texts.length]! : detokenize([id]) }));
 }
 
 function stopReason(c: Complete | undefined): string | number | null {
@@ -68,7 +100,7 @@ export async function handleGeneration(
     } finally {
       engine.record({ surface: "openai", method: route, protocol: "http", requestId: baseId, body: json ?? raw, receivedAt: Date.now(), headers });
     }
-    parsed = parseOpenAiRequest(route, json, engine.cfg.model);
+    parsed = parseOpenAiRequest(route, json, engine.cfg);
     fault = parseFaultHeader(req.headers["x-sim-fault"] as string | undefined);
   } catch (err) {
     // Refused before admission: free the prefill's handoff now (vLLM PR 41269).
@@ -78,11 +110,12 @@ export async function handleGeneration(
   }
 
   const p = parsed;
+  const scripts = p.prompts.map((_, i) => scriptFor(engine.cfg, p, i));
   const runs: Run[] = p.prompts.map((promptIds, i) =>
     engine.startRun({
       requestId: p.prompts.length > 1 ? `${baseId}-${i}` : baseId,
       promptIds, n: p.n, maxTokens: p.maxTokens, minTokens: p.minTokens, stop: p.stop, stopTokenIds: p.stopTokenIds,
-      ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault,
+      ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault, ...scripts[i],
     }),
   );
   const stopWatching = onClientGone(res, () => runs.forEach((r) => void r.cancel()));
@@ -103,8 +136,13 @@ export async function handleGeneration(
     created: Math.floor(Date.now() / 1000),
     model: engine.cfg.model,
     chat: route === "/v1/chat/completions",
-    choices: Array.from({ length: p.prompts.length * p.n }, (_, index) => ({ index, text: "", sent: 0 })),
+    choices: Array.from({ length: p.prompts.length * p.n }, (_, index) => ({
+      index, text: "", sent: 0, count: 0, script: scripts[Math.floor(index / p.n)]!.script,
+      shaper: route === "/v1/chat/completions" ? new ChatStreamShaper(engine.cfg, p.fields, index) : undefined,
+    })),
     promptTokens: p.prompts.reduce((s, ids) => s + ids.length, 0),
+    cfg: engine.cfg,
+    req: p,
   };
   const big = p.stream ? engine.faults.takeBigEvent(p.kvParams?.do_remote_decode === true ? "prefill" : "decode", fault) : undefined;
   try {
@@ -122,6 +160,21 @@ interface ResponseCtx {
   chat: boolean;
   choices: Choice[];
   promptTokens: number;
+  cfg: EngineConfig;
+  req: OpenAiRequest;
+}
+
+/** With a parser and include_reasoning off, vLLM sends no logprobs (they would spell the
+ *  hidden reasoning). */
+function logprobsK(ctx: ResponseCtx): number | undefined {
+  const parser = ctx.cfg.reasoningParser !== undefined || ctx.cfg.toolCallParser !== undefined;
+  return ctx.chat && parser && !ctx.req.fields.includeReasoning ? undefined : ctx.req.fields.logprobs;
+}
+
+function logprobsOf(ctx: ResponseCtx, tokens: OutToken[], offset: number): unknown {
+  const k = logprobsK(ctx);
+  if (k === undefined) return null;
+  return ctx.chat ? chatLogprobs(tokens, k) : completionLogprobs(tokens, k, offset);
 }
 
 function usage(ctx: ResponseCtx) {
@@ -160,10 +213,11 @@ async function finalResponse(ctx: ResponseCtx, events: EventQueue<{ offset: numb
   if (res.destroyed) return;
   const choices = ctx.choices.map((c) => {
     const finish = c.complete?.finishReason ?? "abort";
-    const text = c.complete ? finalText(c.complete) : "";
-    return ctx.chat
-      ? { index: c.index, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finish, stop_reason: stopReason(c.complete) }
-      : { index: c.index, text, logprobs: null, finish_reason: finish, stop_reason: stopReason(c.complete) };
+    const text = c.complete ? finalText(c.complete, ctx.req.fields.includeStopStr) : "";
+    const logprobs = logprobsOf(ctx, outTokens(c), 0);
+    if (!ctx.chat) return { index: c.index, text, logprobs, finish_reason: finish, stop_reason: stopReason(c.complete) };
+    const m = chatMessage(text, finish, ctx.cfg, ctx.req.fields);
+    return { index: c.index, message: m.message, logprobs, finish_reason: m.finish, stop_reason: stopReason(c.complete) };
   });
   sendJson(res, 200, {
     id: ctx.id,
@@ -187,16 +241,26 @@ async function streamResponse(
   const send = (choices: unknown[], extra: Record<string, unknown> = {}) => {
     res.write(`data: ${JSON.stringify({ id: ctx.id, object, created: ctx.created, model: ctx.model, choices, ...extra })}\n\n`);
   };
-  const choiceChunk = (c: Choice, text: string, finish: string | null, role = false) =>
-    ctx.chat
-      ? { index: c.index, delta: role ? { role: "assistant", content: "" } : { content: text }, logprobs: null, finish_reason: finish, ...(finish ? { stop_reason: stopReason(c.complete) } : {}) }
-      : { index: c.index, text, logprobs: null, finish_reason: finish, stop_reason: finish ? stopReason(c.complete) : null };
+  const roleChunk = (c: Choice) => ({ index: c.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  /** One token's chunk (finish = null) or the finish chunk; undefined when vLLM sends none. */
+  const choiceChunk = (c: Choice, text: string, tokens: OutToken[], finish: string | null, offset: number) => {
+    const logprobs = tokens.length ? logprobsOf(ctx, tokens, offset) : null;
+    const stop = finish ? { stop_reason: stopReason(c.complete) } : {};
+    if (!ctx.chat) return { index: c.index, text, logprobs, finish_reason: finish, stop_reason: finish ? stopReason(c.complete) : null };
+    const delta = c.shaper!.feed(text, finish !== null);
+    if (delta === undefined && finish === null && logprobs === null) return undefined;
+    return { index: c.index, delta: delta ?? {}, logprobs, finish_reason: finish && c.shaper!.finishReason(finish), ...stop };
+  };
+  // vLLM's detokenizer holds back what could still become a stop string, so none of it is
+  // ever streamed (unless the stop string is to be included).
+  const holdback = p.stop.length > 0 && !p.fields.includeStopStr ? Math.max(...p.stop.map((st) => st.length)) - 1 : 0;
+  const sendChunk = (chunk: unknown) => chunk !== undefined && send([chunk]);
   // Headers wait for the first event, so a start failure is a plain HTTP error (and a decode
   // shows nothing until its KV pull finished).
   const begin = () => {
     if (res.headersSent) return;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    if (ctx.chat) for (const c of ctx.choices) send([choiceChunk(c, "", null, true)]);
+    if (ctx.chat) for (const c of ctx.choices) send([roleChunk(c)]);
     if (big) writeBigEvent(res, ctx, object, big);
   };
   for await (const { offset, ev } of events) {
@@ -218,15 +282,22 @@ async function streamResponse(
     if (big?.unterminated) return new Promise<void>((r) => (res.destroyed ? r() : res.once("close", () => r())));
     const c = ctx.choices[offset + ev.index]!;
     if (ev.type === "token") {
-      c.text += detokenize([ev.tokenId]);
-      if (ev.final) continue; // sent with the finish_reason below
-      send([choiceChunk(c, c.text.slice(c.sent), null)]);
-      c.sent = c.text.length;
+      const at = c.text.length;
+      c.text += ev.text;
+      const tok = { id: ev.tokenId, text: ev.text, pos: c.count++ };
+      if (ev.final) {
+        c.finalToken = tok; // sent with the finish_reason below
+        c.finalOffset = at;
+        continue;
+      }
+      const upto = Math.max(c.sent, c.text.length - holdback);
+      sendChunk(choiceChunk(c, c.text.slice(c.sent, upto), [tok], null, at));
+      c.sent = upto;
       continue;
     }
     c.complete = ev;
-    const text = finalText(ev);
-    send([choiceChunk(c, text.length > c.sent ? text.slice(c.sent) : "", ev.finishReason)]);
+    const text = finalText(ev, p.fields.includeStopStr);
+    sendChunk(choiceChunk(c, text.length > c.sent ? text.slice(c.sent) : "", c.finalToken ? [c.finalToken] : [], ev.finishReason, c.finalOffset ?? c.text.length));
     c.sent = Math.max(c.sent, text.length);
   }
   if (res.destroyed) return;

@@ -4,6 +4,8 @@ import type { KvParams } from "./kv-params.js";
 import { DEFAULT_MAX_TOKENS, MAX_CONTEXT, MAX_N } from "./spec.js";
 import { tokenize } from "./tokens.js";
 import { bad, optBool, optInt, OpenAiBadRequest } from "./body-fields.js";
+import { parseReplyFields, type ReplyFields } from "./openai-fields.js";
+import type { EngineConfig } from "./spec.js";
 
 export { OpenAiBadRequest };
 
@@ -21,6 +23,9 @@ export interface OpenAiRequest {
   minTokens: number;
   ignoreEos: boolean;
   kvParams: KvParams | undefined;
+  /** Each prompt's text when it was text (a scripted reply's source), else "". */
+  promptTexts: string[];
+  fields: ReplyFields;
 }
 
 
@@ -44,6 +49,11 @@ function promptsOf(body: Record<string, unknown>): number[][] {
  *  chat messages first, as vLLM does, and render them with this same function, so equivalent
  *  requests on the three APIs get the same prompt ids. */
 export function chatMessagesPrompt(msgs: unknown, field = "messages"): number[] {
+  return tokenize(chatMessagesText(msgs, field));
+}
+
+/** The rendered chat prompt's text (see chatMessagesPrompt). */
+export function chatMessagesText(msgs: unknown, field = "messages"): string {
   if (!Array.isArray(msgs) || msgs.length === 0) bad(field, "must be a non-empty array");
   const texts = msgs.map((m, i) => {
     if (typeof m !== "object" || m === null) bad(`${field}[${i}]`, "must be an object");
@@ -63,14 +73,18 @@ export function chatMessagesPrompt(msgs: unknown, field = "messages"): number[] 
     }
     bad(`${field}[${i}].content`, "must be a string or an array of content parts");
   });
-  return tokenize(texts.join("\n"));
+  return texts.join("\n");
 }
 
-function chatPrompt(body: Record<string, unknown>): number[][] {
-  return [chatMessagesPrompt(body.messages)];
+function promptTextsOf(route: OpenAiRequest["route"], body: Record<string, unknown>): string[] {
+  if (route === "/v1/chat/completions") return [chatMessagesText(body.messages)];
+  const p = body.prompt;
+  if (typeof p === "string") return [p];
+  return Array.isArray(p) ? p.map((x) => (typeof x === "string" ? x : "")) : [""];
 }
 
-export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown, servedModel: string): OpenAiRequest {
+export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown, cfg: EngineConfig): OpenAiRequest {
+  const servedModel = cfg.model;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new OpenAiBadRequest("request body must be a JSON object", null);
   }
@@ -79,7 +93,8 @@ export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown
     if (typeof body.model !== "string") bad("model", "must be a string");
     if (body.model !== servedModel) throw new OpenAiBadRequest(`The model \`${body.model}\` does not exist.`, "model", 404);
   }
-  const prompts = route === "/v1/completions" ? promptsOf(body) : chatPrompt(body);
+  const prompts = route === "/v1/completions" ? promptsOf(body) : [chatMessagesPrompt(body.messages)];
+  const promptTexts = promptTextsOf(route, body);
   prompts.forEach((p, i) => {
     const field = prompts.length > 1 ? `prompt[${i}]` : route === "/v1/completions" ? "prompt" : "messages";
     if (p.length === 0) bad(field, "the prompt cannot be empty");
@@ -125,5 +140,6 @@ export function parseOpenAiRequest(route: OpenAiRequest["route"], value: unknown
   return {
     route, prompts, maxTokens, n, stream, includeUsage, stop, stopTokenIds, seed, minTokens, ignoreEos,
     kvParams: (kv ?? undefined) as KvParams | undefined,
+    promptTexts, fields: parseReplyFields(route, body, cfg),
   };
 }

@@ -11,7 +11,6 @@ import type { KvParams } from "./kv-params.js";
 import { errorStatus, finalText, type Complete } from "./openai-api.js";
 import { parseResponsesRequest, responseIdOf, type ResponsesRequest } from "./responses-parse.js";
 import type { Run } from "./run.js";
-import { detokenize } from "./tokens.js";
 
 interface Ctx {
   p: ResponsesRequest;
@@ -141,7 +140,7 @@ async function streamResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<
     }
     begin();
     if (ev.type === "token") {
-      text += detokenize([ev.tokenId]);
+      text += ev.text;
       if (!ev.final) delta(text.slice(streamed.length));
       continue;
     }

@@ -12,6 +12,7 @@ import type { Handoff, KvStore } from "./kv-store.js";
 import type { EngineConfig } from "./spec.js";
 import type { Stats } from "./stats.js";
 import type { SimFault } from "./types.js";
+import type { Script } from "./script.js";
 
 export interface GenInput {
   requestId: string;
@@ -30,16 +31,21 @@ export interface GenInput {
   dataParallelRank?: number;
   /** A constrained reply's length: every sample ends (EOS) after it, as a finished grammar does. */
   replyLength?: number;
+  /** Output tokens fixed in advance (a scripted or constrained reply, sim/script.ts), cycled;
+   *  without one, tokens are sampled from the prompt's hash and spelled by detokenize. */
+  script?: Script;
 }
 
 export type FinishReason = "stop" | "length" | "abort";
 
 export type GenEvent =
-  | { type: "token"; index: number; tokenId: number; completionTokens: number; cachedTokens: number; final: boolean }
+  | { type: "token"; index: number; tokenId: number; text: string; completionTokens: number; cachedTokens: number; final: boolean }
   | {
       type: "complete";
       index: number;
       outputIds: number[];
+      /** The sample's whole output text, before any stop-string cut. */
+      text: string;
       finishReason: FinishReason;
       cachedTokens: number;
       matchedStopStr?: string;
@@ -228,16 +234,19 @@ export class Run {
       steps++;
       for (const s of this.samples) {
         if (s.done) continue;
-        const tok = tokenAt(hash, input.seed, s.index, s.tokens.length);
+        const pos = s.tokens.length;
+        const script = input.script;
+        const tok = script ? script.ids[pos % script.ids.length]! : tokenAt(hash, input.seed, s.index, pos);
+        const piece = script ? script.texts[pos % script.texts.length]! : detokenize([tok]);
         s.tokens.push(tok);
-        s.text += detokenize([tok]);
+        s.text += piece;
         if (s.tokens.length === 2 && !this.countedDecode) {
           this.countedDecode = true;
           stats.add("decodeRequests");
         }
         const fin = this.finishOf(s, tok);
         this.events.push({
-          type: "token", index: s.index, tokenId: tok, completionTokens: s.tokens.length,
+          type: "token", index: s.index, tokenId: tok, text: piece, completionTokens: s.tokens.length,
           cachedTokens: s.cachedTokens, final: fin !== undefined,
         });
         if (!fin) continue;
@@ -249,7 +258,7 @@ export class Run {
           kvTransferParams = handoff;
         }
         this.events.push({
-          type: "complete", index: s.index, outputIds: [...s.tokens], finishReason: fin.reason,
+          type: "complete", index: s.index, outputIds: [...s.tokens], text: s.text, finishReason: fin.reason,
           cachedTokens: s.cachedTokens, matchedStopStr: fin.stopStr, matchedTokenId: fin.tokenId, kvTransferParams,
         });
       }
@@ -315,12 +324,12 @@ export class Run {
       for (const s of this.samples) {
         if (s.done) continue;
         s.done = true;
-        this.events.push({ type: "complete", index: s.index, outputIds: [...s.tokens], finishReason: "abort", cachedTokens: s.cachedTokens });
+        this.events.push({ type: "complete", index: s.index, outputIds: [...s.tokens], text: s.text, finishReason: "abort", cachedTokens: s.cachedTokens });
       }
       if (this.samples.length === 0) {
         // Aborted before any sample existed (queued / hung): one abort frame per requested sample.
         for (let index = 0; index < this.input.n; index++) {
-          this.events.push({ type: "complete", index, outputIds: [], finishReason: "abort", cachedTokens: 0 });
+          this.events.push({ type: "complete", index, outputIds: [], text: "", finishReason: "abort", cachedTokens: 0 });
         }
       }
     }

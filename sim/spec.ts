@@ -37,6 +37,7 @@ const CONNECTORS = ["NixlConnector", "MooncakeConnector", "none"];
 const ENGINE_FIELDS = [
   "name", "role", "kvConnector", "kvEngineId", "dataParallelSize", "model", "port", "grpcPort",
   "bootstrapPort", "leaseMs", "keepAliveTimeoutMs", "blockSize", "latency", "faults", "kvCapacityBlocks", "kvHandoffByDefault", "cluster",
+  "toolCallParser", "enableAutoToolChoice", "reasoningParser",
 ];
 
 function fail(path: string, msg: string): never {
@@ -84,6 +85,9 @@ function validateEngine(value: unknown, path: string): EngineSpec {
   checkInt(e.kvCapacityBlocks, `${path}.kvCapacityBlocks`, 1, 1 << 30);
   if (e.kvHandoffByDefault !== undefined && typeof e.kvHandoffByDefault !== "boolean") fail(`${path}.kvHandoffByDefault`, "must be a boolean");
   if (e.cluster !== undefined && (typeof e.cluster !== "string" || e.cluster === "")) fail(`${path}.cluster`, "must be a non-empty string");
+  if (e.toolCallParser !== undefined && e.toolCallParser !== "hermes") fail(`${path}.toolCallParser`, 'must be "hermes"');
+  if (e.reasoningParser !== undefined && e.reasoningParser !== "qwen3") fail(`${path}.reasoningParser`, 'must be "qwen3"');
+  if (e.enableAutoToolChoice !== undefined && typeof e.enableAutoToolChoice !== "boolean") fail(`${path}.enableAutoToolChoice`, "must be a boolean");
   if (e.latency !== undefined) {
     if (typeof e.latency !== "object" || e.latency === null || Array.isArray(e.latency)) fail(`${path}.latency`, "must be an object");
     const l = e.latency as Record<string, unknown>;
@@ -154,6 +158,9 @@ export interface EngineConfig {
   blockSize: number;
   kvCapacityBlocks: number;
   kvHandoffByDefault: boolean;
+  toolCallParser: EngineSpec["toolCallParser"];
+  enableAutoToolChoice: boolean;
+  reasoningParser: EngineSpec["reasoningParser"];
   latency: Required<SimLatency>;
   recentRequests: number;
 }
@@ -172,6 +179,9 @@ export function engineConfig(spec: EngineSpec, recentRequests = DEFAULT_RECENT):
     blockSize: spec.blockSize ?? DEFAULT_BLOCK_SIZE,
     kvCapacityBlocks: spec.kvCapacityBlocks ?? DEFAULT_CAPACITY_BLOCKS,
     kvHandoffByDefault: spec.kvHandoffByDefault ?? false,
+    toolCallParser: spec.toolCallParser,
+    enableAutoToolChoice: spec.enableAutoToolChoice ?? false,
+    reasoningParser: spec.reasoningParser,
     latency: { ...DEFAULT_LATENCY, ...spec.latency },
     recentRequests,
   };

@@ -95,6 +95,14 @@ export interface EngineSpec {
    *  pulling a handoff from a prefill engine of another cluster is refused and counted
    *  (crossClusterPulls): there is no transfer path between clusters. */
   cluster?: string;
+  /** `vllm serve --tool-call-parser`: how the OpenAI server turns `<tool_call>` markup in the
+   *  output into `tool_calls` (sim/vllm-parsers.ts). Only "hermes" is modelled. */
+  toolCallParser?: "hermes";
+  /** `--enable-auto-tool-choice`: without it (and a tool parser) vLLM refuses
+   *  `tool_choice: "auto"`, which is the default whenever a request carries tools. */
+  enableAutoToolChoice?: boolean;
+  /** `--reasoning-parser`: `<think>…</think>` goes to the message's `reasoning`. Only "qwen3". */
+  reasoningParser?: "qwen3";
 }
 
 /** One cluster of engines as the sim places it. */

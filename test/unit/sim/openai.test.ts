@@ -30,7 +30,7 @@ describe("non-streaming", () => {
     const body = (await r.json()) as Json;
     expect(body).toEqual({
       id: "cmpl-abc", object: "text_completion", created: expect.any(Number), model: "m-http",
-      choices: [{ index: 0, text: detokenize(outputTokenIds(ids, 9, 0, 5)), logprobs: null, finish_reason: "length", stop_reason: null }],
+      choices: [{ index: 0, text: detokenize(outputTokenIds(ids, 9, 0, 5)), logprobs: expect.objectContaining({ tokens: expect.any(Array) }), finish_reason: "length", stop_reason: null }],
       usage: { prompt_tokens: ids.length, completion_tokens: 5, total_tokens: ids.length + 5 },
       kv_transfer_params: null,
     });
