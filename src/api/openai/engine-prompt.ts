@@ -13,6 +13,7 @@ import { utf8Length } from "../../core/utf8.js";
 import { LosslessJsonError, parseLosslessJson, type LosslessJson } from "../../tokenizer/lossless-json.js";
 import type { OpenAiRequest } from "./request.js";
 import { truncateIds, truncationOf, type Truncation } from "./prompt-truncation.js";
+import { vllmConversation, vllmToolDicts } from "./chat-conversation.js";
 
 export interface EnginePrompt {
   /** The text the ids came from ("" for token-id prompts). */
@@ -29,15 +30,13 @@ export interface PromptLimits {
   maxPromptBytes?: number;
 }
 
-/** Content-part types whose text vLLM folds into the message (joined with "\n"). */
-const TEXT_PARTS = new Set(["text", "input_text"]);
-
 export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: PromptLimits = {}): Promise<EnginePrompt> {
   const body = p.body;
   // Lossless: floats stay floats and keys keep their order in tool schemas and arguments.
   const lossless = readLossless(p.text);
-  const messages = (lossless.get("messages") as LosslessJson[]).map(flattenContent);
-  const tools = lossless.get("tools");
+  // What vLLM hands its templates: the messages and tools rebuilt (chat-conversation.ts).
+  const messages = vllmConversation(lossless.get("messages") as LosslessJson[]);
+  const tools = vllmToolDicts(lossless.get("tools"));
   const documents = lossless.get("documents");
   const kwargs = body.chat_template_kwargs;
   if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== "object" || Array.isArray(kwargs))) {
@@ -51,7 +50,7 @@ export async function chatPrompt(p: OpenAiRequest, tok: ModelTokenizer, limits: 
     const template = await tok.chatTemplate({ hasTools });
     text = await renderChatTemplate(template, {
       messages,
-      tools: Array.isArray(tools) ? tools : null,
+      tools,
       documents: Array.isArray(documents) ? documents : null,
       // vLLM: continuing the final message means not opening a new assistant turn.
       addGenerationPrompt: continueFinalMessage ? false : addGenerationPrompt,
@@ -119,24 +118,6 @@ async function truncatedEncode(tok: ModelTokenizer, text: string, addSpecialToke
     if (err instanceof TokenizerLimitError) throw invalid(`${field}: ${err.message}`, field, "prompt_run_too_long");
     throw err;
   }
-}
-
-/** vLLM's "string" content format: text parts joined with "\n"; anything else cannot be
- *  rendered by a text-only edge tokenizer. */
-function flattenContent(message: LosslessJson, i: number): LosslessJson {
-  if (!(message instanceof Map)) return message;
-  const content = message.get("content");
-  if (!Array.isArray(content)) return message;
-  const texts = content.map((part, j) => {
-    const type = part instanceof Map ? part.get("type") : undefined;
-    const text = part instanceof Map ? part.get("text") : undefined;
-    if (typeof type === "string" && TEXT_PARTS.has(type) && typeof text === "string") return text;
-    const what = typeof type === "string" ? `a "${type}" part` : "a part without a text type";
-    throw invalid(`messages[${i}].content[${j}]: ${what} cannot be sent to this model (served by VllmEngine engines, where the gateway renders text only)`, `messages[${i}].content[${j}]`, "unsupported_content");
-  });
-  const out = new Map(message);
-  out.set("content", texts.join("\n"));
-  return out;
 }
 
 /** The body as Python reads it. request.ts has refused what this reader cannot take (nesting

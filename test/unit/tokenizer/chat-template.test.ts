@@ -12,6 +12,7 @@ import { compileChatTemplate, encodeChatPrompt, renderChatTemplate, strftime } f
 import { ChatTemplateError } from "../../../src/tokenizer/errors.js";
 import { parseLosslessJson, toPlain, type LosslessJson } from "../../../src/tokenizer/lossless-json.js";
 import { selectChatTemplate } from "../../../src/tokenizer/template-source.js";
+import { vllmConversation, vllmToolDicts } from "../../../src/api/openai/chat-conversation.js";
 import type { EdgeTokenizer } from "../../../src/tokenizer/tokenizer.js";
 import { QWEN3_TOKENIZER_JSON, qwen3Files, qwen3Tokenizer } from "./qwen3-files.js";
 
@@ -35,7 +36,14 @@ const configs: Record<string, Record<string, unknown>> = {
 async function renderCase(c: Case, parse: "lossless" | "naive"): Promise<{ text?: string; error?: string }> {
   const v = parse === "lossless" ? c : (parseLosslessJson(JSON.stringify(toPlain(c))) as Case);
   const plain = parse === "naive" ? (JSON.parse(JSON.stringify(toPlain(c))) as Record<string, unknown>) : undefined;
-  const get = (k: string) => (plain ? plain[k] : v.get(k)) as never;
+  // "vllm" cases: the gateway's rebuild of the conversation and tools, as the chat path runs
+  // it (the script mirrors vLLM's own Python for these).
+  const vllm = c.get("vllm") === true;
+  const get = (k: string) => {
+    if (vllm && k === "messages") return vllmConversation(v.get(k) as LosslessJson[]) as never;
+    if (vllm && k === "tools") return vllmToolDicts(v.get(k)) as never;
+    return (plain ? plain[k] : v.get(k)) as never;
+  };
   const config = configs[(c.get("config") as string | undefined) ?? "qwen3"]!;
   const files = new Map([["tokenizer_config.json", JSON.stringify(config)]]);
   const inline = c.get("template") as string | undefined;
@@ -74,7 +82,7 @@ describe("chat templates render as transformers does (Jinja2 goldens)", () => {
 
   it("a naive JSON.parse path renders exactly the number/key-order chats differently", async () => {
     const differ: string[] = [];
-    for (const c of CASES) {
+    for (const c of CASES.filter((x) => x.get("vllm") !== true)) {
       const naive = await renderCase(c, "naive");
       if (JSON.stringify(naive) !== JSON.stringify(golden.renders[name(c)])) differ.push(name(c));
     }
