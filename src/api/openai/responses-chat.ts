@@ -21,10 +21,8 @@ export function responsesToChat(body: Json, items: readonly ResponseItem[]): Jso
   const format = (body.text as { format?: Json } | undefined)?.format;
   if (format?.type === "json_object") chat.response_format = { type: "json_object" };
   else if (format?.type === "json_schema") chat.response_format = { type: "json_schema", json_schema: { name: format.name ?? "schema", schema: format.schema, strict: format.strict ?? false } };
-  if (Array.isArray(body.tools) && body.tools.length > 0) chat.tools = body.tools.map((t, i) => chatTool(t as Json, `tools[${i}]`));
-  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = chatToolChoice(body.tool_choice);
-  const effort = (body.reasoning as { effort?: unknown } | undefined)?.effort;
-  if (effort !== undefined && effort !== null) chat.reasoning_effort = effort;
+  Object.assign(chat, chatTools(body));
+  Object.assign(chat, chatReasoning(body.reasoning));
   if (Array.isArray(body.include) && body.include.includes("message.output_text.logprobs")) {
     chat.logprobs = true;
     if (typeof body.top_logprobs === "number") chat.top_logprobs = body.top_logprobs;
@@ -63,16 +61,56 @@ function textOf(content: unknown, param: string): string {
     .join("");
 }
 
-function chatTool(tool: Json, param: string): Json {
-  if (tool.type !== "function") throw unsupported(`${param}.type`, `the tool type '${String(tool.type)}'`);
-  return { type: "function", function: { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), parameters: tool.parameters ?? { type: "object", properties: {} } } };
+/** Function tools and tool_choice in the chat shape. The Responses names of the fields are
+ *  checked here, so a 400 names what the client sent (the chat path would name its own). */
+export function chatTools(body: Json): Json {
+  const out: Json = {};
+  const tools = body.tools;
+  if (tools !== undefined && tools !== null && !Array.isArray(tools)) throw new GatewayError("invalid_request", 400, "tools: must be an array", undefined, "tools");
+  const chatTools = ((tools as unknown[] | undefined) ?? []).map((t, i) => chatTool(t, `tools[${i}]`));
+  if (chatTools.length > 0) out.tools = chatTools;
+  const choice = body.tool_choice;
+  if (choice !== undefined && choice !== null) out.tool_choice = chatToolChoice(choice, chatTools);
+  return out;
 }
 
-function chatToolChoice(choice: unknown): unknown {
-  if (typeof choice === "string") return choice;
+function chatTool(tool: unknown, param: string): Json {
+  const t = (typeof tool === "object" && tool !== null ? tool : {}) as Json;
+  if (t.type !== "function") throw unsupported(`${param}.type`, `the tool type '${String(t.type)}'`);
+  if (typeof t.name !== "string" || t.name === "") throw new GatewayError("invalid_request", 400, `${param}.name: must be a non-empty string`, undefined, `${param}.name`);
+  const fn: Json = { name: t.name };
+  if (t.description !== undefined && t.description !== null) fn.description = t.description;
+  fn.parameters = t.parameters ?? { type: "object", properties: {} };
+  if (typeof t.strict === "boolean") fn.strict = t.strict;
+  return { type: "function", function: fn };
+}
+
+/** "auto" / "none" / "required", a named function, or allowed_tools (which the chat path
+ *  takes in the Responses' flat shape too); hosted tools are refused. */
+function chatToolChoice(choice: unknown, tools: readonly Json[]): unknown {
+  if (choice === "auto" || choice === "none" || choice === "required") return choice;
+  if (typeof choice !== "object" || Array.isArray(choice)) throw new GatewayError("invalid_request", 400, 'tool_choice: must be "none", "auto", "required" or an object', undefined, "tool_choice");
   const c = choice as Json;
-  if (c.type === "function") return { type: "function", function: { name: c.name } };
+  if (c.type === "function") {
+    const names = tools.map((t) => (t.function as Json).name);
+    if (!names.includes(c.name)) throw new GatewayError("invalid_request", 400, `tool_choice.name: ${JSON.stringify(c.name)} is not among tools (${names.join(", ")})`, undefined, "tool_choice.name");
+    return { type: "function", function: { name: c.name } };
+  }
+  if (c.type === "allowed_tools") return { type: "allowed_tools", mode: c.mode, tools: c.tools };
   throw unsupported("tool_choice", `tool_choice of type '${String(c.type)}'`);
+}
+
+/** `reasoning`: the effort goes to the chat template as chat's reasoning_effort. A summary
+ *  cannot be written (there is no summarizer), so only "auto" (which may give none) passes. */
+export function chatReasoning(reasoning: unknown): Json {
+  if (reasoning === undefined || reasoning === null) return {};
+  if (typeof reasoning !== "object" || Array.isArray(reasoning)) throw new GatewayError("invalid_request", 400, "reasoning: must be an object", undefined, "reasoning");
+  const r = reasoning as Json;
+  for (const field of ["summary", "generate_summary"]) {
+    const v = r[field];
+    if (v !== undefined && v !== null && v !== "auto") throw unsupported(`reasoning.${field}`, `a reasoning summary ('${String(v)}')`);
+  }
+  return r.effort !== undefined && r.effort !== null ? { reasoning_effort: r.effort } : {};
 }
 
 /** What the response object echoes from its request. */

@@ -21,7 +21,7 @@ export async function viaChat(gw: GatewayContext, request: Request, turn: Turn, 
     if (v !== null) chatHeaders.set(h, v);
   }
   const chatBody = responsesToChat(turn.req.body, turn.conversation);
-  const res = await handleGeneration(gw, new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers: chatHeaders, body: JSON.stringify(chatBody) }), "/v1/chat/completions");
+  const res = await handleGeneration(gw, new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers: chatHeaders, body: JSON.stringify(chatBody) }), "/v1/chat/completions", "/v1/responses");
   for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
   if (res.status !== 200) return new Response(res.body, { status: res.status, headers: res.headers });
   const createdAt = Math.floor(Date.now() / 1000);

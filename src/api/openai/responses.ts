@@ -35,7 +35,7 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     headers.set("x-request-id", requestId);
     const path = servingPath(gw, req.model);
     const turn = await turnOf(gw, req);
-    // The chat path records the request itself (endpoint /v1/chat/completions).
+    // The chat path records the request itself (under /v1/responses).
     if (path === "chat") return await viaChat(gw, request, turn, headers);
     const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
     delete engineBody.previous_response_id;

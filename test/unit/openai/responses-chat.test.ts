@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { chatToResponse, responsesToChat } from "../../../src/api/openai/responses-chat.js";
 import { ResponsesEventWriter } from "../../../src/api/openai/responses-chat-stream.js";
 import { EventSplitter } from "../../../src/api/event-relay.js";
+import { accumulateResponse } from "openai/lib/responses/ResponseAccumulator";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -37,12 +38,36 @@ describe("responsesToChat", () => {
     });
   });
 
+  const TOOL = { type: "function", name: "f", description: "d", parameters: { type: "object" }, strict: true };
+  it.each([
+    ["no tools", {}, {}],
+    ["a flat function tool, description and strict kept", { tools: [TOOL] }, { tools: [{ type: "function", function: { name: "f", description: "d", parameters: { type: "object" }, strict: true } }] }],
+    ["parameters default to an empty object schema", { tools: [{ type: "function", name: "g" }] }, { tools: [{ type: "function", function: { name: "g", parameters: { type: "object", properties: {} } } }] }],
+    ["tool_choice auto", { tools: [TOOL], tool_choice: "auto" }, { tool_choice: "auto" }],
+    ["tool_choice none", { tools: [TOOL], tool_choice: "none" }, { tool_choice: "none" }],
+    ["tool_choice required", { tools: [TOOL], tool_choice: "required" }, { tool_choice: "required" }],
+    ["a named function", { tools: [TOOL], tool_choice: { type: "function", name: "f" } }, { tool_choice: { type: "function", function: { name: "f" } } }],
+    ["allowed_tools in the flat shape", { tools: [TOOL], tool_choice: { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "f" }] } }, { tool_choice: { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "f" }] } }],
+    ["reasoning effort", { reasoning: { effort: "low" } }, { reasoning_effort: "low" }],
+    ["reasoning summary auto (none is written)", { reasoning: { effort: null, summary: "auto" } }, {}],
+  ])("tools, tool_choice, reasoning: %s", (_, extra, want) => {
+    const chat = responsesToChat({ model: "m", ...extra }, [{ type: "message", role: "user", content: "x" }]);
+    expect(chat).toMatchObject(want);
+    if (!("tools" in extra)) expect(chat.tools).toBeUndefined();
+  });
+
   it.each([
     [[{ type: "message", role: "user", content: [{ type: "input_image", image_url: "x" }] }], {}, "input[0].content[0]"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "function" }] }, "tools[0].name"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "function", name: "f" }], tool_choice: { type: "function", name: "g" } }, "tool_choice.name"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "function", name: "f" }], tool_choice: { type: "web_search_preview" } }, "tool_choice"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "function", name: "f" }], tool_choice: 3 }, "tool_choice"],
+    [[{ type: "message", role: "user", content: "x" }], { reasoning: { summary: "detailed" } }, "reasoning.summary"],
+    [[{ type: "message", role: "user", content: "x" }], { tools: {} }, "tools"],
     [[{ type: "web_search_call" }], {}, "input[0].type"],
     [[{ type: "message", role: "user", content: "x" }], { tools: [{ type: "web_search" }] }, "tools[0].type"],
   ])("refuses what chat cannot carry, naming the field: %j", (items, extra, param) => {
-    expect(() => responsesToChat({ model: "m", ...extra }, items)).toThrow(expect.objectContaining({ code: "unsupported_parameter", param }));
+    expect(() => responsesToChat({ model: "m", ...extra }, items)).toThrow(expect.objectContaining({ status: 400, param }));
   });
 });
 
@@ -74,7 +99,8 @@ describe("chat answers as Responses", () => {
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
     expect(events.map((e) => e.type)).toEqual([
       "response.created", "response.in_progress",
-      "response.output_item.added", "response.reasoning_text.delta", "response.reasoning_text.done", "response.output_item.done",
+      "response.output_item.added", "response.content_part.added", "response.reasoning_text.delta",
+      "response.reasoning_text.done", "response.content_part.done", "response.output_item.done",
       "response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
       "response.output_text.done", "response.content_part.done", "response.output_item.done",
       "response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.delta",
@@ -87,6 +113,11 @@ describe("chat answers as Responses", () => {
     expect(final.output[2]).toMatchObject({ call_id: "c1", name: "f", arguments: '{"a":1}', status: "completed" });
     expect(final.usage).toMatchObject({ input_tokens: 3, output_tokens: 6 });
     expect(w.final()).toEqual(final);
+    // The official SDK's accumulator (what responses.stream() runs) reads every event and
+    // arrives at the same output.
+    let snapshot: ReturnType<typeof accumulateResponse> | undefined;
+    for (const e of events) snapshot = accumulateResponse(e as never, snapshot);
+    expect(snapshot!.output).toEqual(final.output);
   });
 
   it("a length-capped stream ends response.incomplete, and final() says so too", () => {
