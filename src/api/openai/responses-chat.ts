@@ -13,7 +13,9 @@ const unsupported = (param: string, what: string) => new GatewayError("unsupport
 export function responsesToChat(body: Json, items: readonly ResponseItem[]): Json {
   const messages: Json[] = [];
   if (typeof body.instructions === "string") messages.push({ role: "system", content: body.instructions });
-  items.forEach((item, i) => messages.push(...chatMessagesOf(item, `input[${i}]`)));
+  items.forEach((item, i) => {
+    for (const m of chatMessagesOf(item, `input[${i}]`)) pushMessage(messages, m);
+  });
   const chat: Json = { model: body.model, messages, stream: body.stream === true };
   if (chat.stream) chat.stream_options = { include_usage: true };
   copy(body, chat, ["temperature", "top_p", "top_k", "seed", "stop", "ignore_eos", "presence_penalty", "frequency_penalty", "repetition_penalty", "parallel_tool_calls", "user"]);
@@ -34,12 +36,24 @@ function copy(from: Json, to: Json, keys: readonly string[]): void {
   for (const k of keys) if (from[k] !== undefined && from[k] !== null) to[k] = from[k];
 }
 
+/** A function call joins the assistant turn before it (its text, the calls made alongside),
+ *  so the template renders the turn as the model wrote it: one assistant message. */
+function pushMessage(messages: Json[], m: Json): void {
+  const last = messages.at(-1);
+  if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.content === "" && last?.role === "assistant") {
+    last.tool_calls = [...((last.tool_calls as Json[] | undefined) ?? []), ...m.tool_calls];
+    return;
+  }
+  messages.push(m);
+}
+
 function chatMessagesOf(item: ResponseItem, param: string): Json[] {
   switch (item.type) {
     case "message":
       return [{ role: item.role === "developer" ? "system" : item.role, content: textOf(item.content, `${param}.content`) }];
     case "function_call":
-      return [{ role: "assistant", content: null, tool_calls: [{ id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } }] }];
+      // Content "" (not null), as vLLM gives templates: Qwen3's tests the text with `in`.
+      return [{ role: "assistant", content: "", tool_calls: [{ id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } }] }];
     case "function_call_output":
       return [{ role: "tool", tool_call_id: item.call_id, content: typeof item.output === "string" ? item.output : JSON.stringify(item.output) }];
     case "reasoning":

@@ -26,7 +26,7 @@ describe("responsesToChat", () => {
       messages: [
         { role: "system", content: "be brief" },
         { role: "user", content: "hi there" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":1}' } }] },
+        { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":1}' } }] },
         { role: "tool", tool_call_id: "c1", content: "42" },
         { role: "system", content: "dev note" },
       ],
@@ -36,6 +36,27 @@ describe("responsesToChat", () => {
       tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
       tool_choice: { type: "function", function: { name: "f" } },
     });
+  });
+
+  it("an assistant turn's text and the calls after it are one assistant message", () => {
+    const items = [
+      { type: "message", role: "user", content: "q" },
+      { type: "reasoning", content: [{ type: "reasoning_text", text: "hm" }] },
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "Let me check." }] },
+      { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+      { type: "function_call", call_id: "c2", name: "g", arguments: "{}" },
+      { type: "function_call_output", call_id: "c1", output: "1" },
+      { type: "function_call_output", call_id: "c2", output: { ok: true } },
+      { type: "function_call", call_id: "c3", name: "f", arguments: "{}" },
+    ];
+    const call = (id: string, name: string) => ({ id, type: "function", function: { name, arguments: "{}" } });
+    expect(responsesToChat({ model: "m" }, items).messages).toEqual([
+      { role: "user", content: "q" },
+      { role: "assistant", content: "Let me check.", tool_calls: [call("c1", "f"), call("c2", "g")] },
+      { role: "tool", tool_call_id: "c1", content: "1" },
+      { role: "tool", tool_call_id: "c2", content: '{"ok":true}' },
+      { role: "assistant", content: "", tool_calls: [call("c3", "f")] },
+    ]);
   });
 
   const TOOL = { type: "function", name: "f", description: "d", parameters: { type: "object" }, strict: true };
