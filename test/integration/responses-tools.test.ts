@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { testGateway, type TestGateway } from "../support/gateway.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
 import { FAST, generatesReceived } from "../support/pd-fixtures.js";
+import { httpPairConfig, httpPairSpecs, MODEL as HTTP_MODEL } from "./openai-fixtures.js";
 
 const QWEN = "Qwen/Qwen3-0.6B";
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -217,6 +218,22 @@ describe("GET /v1/responses/{id}/input_items", () => {
     const bad = await gw.fetch(`http://gateway.test/v1/responses/${second.id}/input_items?after=nope`, { headers: { authorization: "Bearer key-a" } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as Json).error.param).toBe("after");
+  });
+});
+
+describe("GET /v1/responses/{id}/input_items on openai-http engines (the native path)", () => {
+  it("the same list: the earlier turn's input and output, then the new input", async () => {
+    cluster = await startTestCluster({ engines: httpPairSpecs() });
+    const gw = testGateway(httpPairConfig(cluster), { RESPONSES: env.RESPONSES });
+    const first = await sdk(gw).responses.create({ model: HTTP_MODEL, input: "hello", max_output_tokens: 3 });
+    await gw.settle();
+    const second = await sdk(gw).responses.create({ model: HTTP_MODEL, input: "again", previous_response_id: first.id, max_output_tokens: 3 });
+    await gw.settle();
+    const page = await sdk(gw).responses.inputItems.list(second.id, { order: "asc" });
+    expect(page.data.map((i) => i.type)).toEqual(["message", ...first.output.map((o) => o.type), "message"]);
+    expect(page.data.at(-1)).toMatchObject({ role: "user", content: [{ type: "input_text", text: "again" }] });
+    expect(page.data[1]!.id).toBe(first.output[0]!.id);
+    expect(page.has_more).toBe(false);
   });
 });
 
