@@ -16,7 +16,11 @@ const QWEN = "Qwen/Qwen3-0.6B";
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 let cluster: TestCluster | undefined;
+let current: TestGateway | undefined;
 afterEach(async () => {
+  // The gateway's Aborts (a stop string it applied ends the engine's request) finish first.
+  await current?.settle();
+  current = undefined;
   await cluster?.close();
   cluster = undefined;
 });
@@ -34,7 +38,7 @@ async function gateway(auth?: { keys: string }): Promise<TestGateway> {
     retry: { disabled: true },
     ...(auth ? { auth: { data_plane: "api_keys" } } : {}),
   };
-  return testGateway(config, { RESPONSES: env.RESPONSES, ...(auth ? { API_KEYS: auth.keys } : {}) });
+  return (current = testGateway(config, { RESPONSES: env.RESPONSES, ...(auth ? { API_KEYS: auth.keys } : {}) }));
 }
 
 const sdk = (gw: TestGateway, apiKey = "x") => new OpenAI({ baseURL: "http://gateway.test/v1", apiKey, fetch: gw.fetch as never, maxRetries: 0 });
@@ -251,5 +255,17 @@ describe("metrics on the via-chat path", () => {
     const [done] = gw.metrics.ofType("stream_complete");
     expect(done).toMatchObject({ surface: "openai", endpoint: "/v1/responses" });
     expect(done!.outputTokens).toBeGreaterThan(0);
+  });
+
+  it("a refusal is one request event, whether the conversion or the chat path refused it", async () => {
+    const gw = await gateway();
+    const post = (body: Json) => gw.fetch("http://gateway.test/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: QWEN, ...body }) });
+    expect((await post({ input: "x", tools: TOOLS, tool_choice: { type: "function", name: "nope" } })).status).toBe(400);
+    expect((await post({ input: "x", max_output_tokens: 10_000_000 })).status).toBe(400); // the chat path: past the context window
+    await gw.settle();
+    expect(gw.metrics.ofType("request").map((r) => [r.endpoint, r.status])).toEqual([
+      ["/v1/responses", 400],
+      ["/v1/responses", 400],
+    ]);
   });
 });
