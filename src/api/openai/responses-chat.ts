@@ -3,6 +3,7 @@
 // upstream gateway serves it: the request becomes a chat request, the chat answer becomes the
 // response object. Pure; the stream's events are responses-chat-stream.ts.
 import { GatewayError } from "../../core/errors.js";
+import { refuseUnservedFields } from "./responses-chat-fields.js";
 import type { ResponseItem } from "./responses-request.js";
 
 type Json = Record<string, unknown>;
@@ -11,6 +12,7 @@ const unsupported = (param: string, what: string) => new GatewayError("unsupport
 
 /** The chat request for a Responses request whose conversation is `items` (expanded). */
 export function responsesToChat(body: Json, items: readonly ResponseItem[]): Json {
+  refuseUnservedFields(body);
   const messages: Json[] = [];
   if (typeof body.instructions === "string") messages.push({ role: "system", content: body.instructions });
   items.forEach((item, i) => {

@@ -149,3 +149,49 @@ describe("chat answers as Responses", () => {
     expect(w.final().status).toBe("incomplete");
   });
 });
+
+describe("the via-chat field table (accept or refuse, never ignore)", () => {
+  const base = { model: "m", input: "x" };
+  const items = [{ type: "message", role: "user", content: "x" }];
+  it.each([
+    ["temperature", 0.5, "temperature"],
+    ["top_p", 0.9, "top_p"],
+    ["top_k", 5, "top_k"],
+    ["seed", 7, "seed"],
+    ["stop", ["§"], "stop"],
+    ["ignore_eos", true, "ignore_eos"],
+    ["presence_penalty", 0.1, "presence_penalty"],
+    ["frequency_penalty", 0.2, "frequency_penalty"],
+    ["repetition_penalty", 1.1, "repetition_penalty"],
+    ["parallel_tool_calls", false, "parallel_tool_calls"],
+    ["user", "u", "user"],
+    ["max_output_tokens", 9, "max_tokens"],
+  ])("%s is carried (as %s)", (field, v, to) => {
+    expect(responsesToChat({ ...base, [field]: v }, items)[to as string]).toEqual(v);
+  });
+
+  it.each([
+    ["metadata", { a: "b" }],
+    ["safety_identifier", "s"],
+    ["prompt_cache_key", "k"],
+    ["max_tool_calls", 3],
+    ["stream_options", { include_obfuscation: false }],
+    ["service_tier", "auto"],
+    ["truncation", "disabled"],
+    ["background", false],
+    ["include", ["message.output_text.logprobs"]],
+    ["store", false],
+  ])("%s %j is accepted", (field, v) => {
+    expect(() => responsesToChat({ ...base, [field]: v }, items)).not.toThrow();
+  });
+
+  it.each([
+    ["truncation", "auto"],
+    ["service_tier", "flex"],
+    ["include", ["reasoning.encrypted_content"]],
+    ["logit_bias", { "1": 2 }],
+    ["min_p", 0.1],
+  ])("%s %j is refused by name", (field, v) => {
+    expect(() => responsesToChat({ ...base, [field]: v }, items)).toThrow(expect.objectContaining({ code: "unsupported_parameter", param: field }));
+  });
+});
