@@ -53,7 +53,8 @@ export class ResponsesEventWriter {
 
   /** The closing events, after the chat stream's [DONE]. */
   end(): string {
-    const out = this.close();
+    // The item the length cap cut off is incomplete, as OpenAI marks it.
+    const out = this.close(this.finish === "length" ? "incomplete" : "completed");
     const final = this.final();
     return out + this.event(final.status === "incomplete" ? "response.incomplete" : "response.completed", { response: final });
   }
@@ -120,11 +121,11 @@ export class ResponsesEventWriter {
     return out;
   }
 
-  private close(): string {
+  private close(status: "completed" | "incomplete" = "completed"): string {
     const item = this.open;
     if (!item) return "";
     this.open = undefined;
-    const done = this.itemObject(item, "completed");
+    const done = this.itemObject(item, status);
     this.output[item.index] = done;
     const at = { item_id: item.id, output_index: item.index };
     let out = "";
@@ -140,8 +141,8 @@ export class ResponsesEventWriter {
     return out + this.event("response.output_item.done", { output_index: item.index, item: done });
   }
 
-  private itemObject(item: OpenItem, status: "in_progress" | "completed"): Json {
-    const done = status === "completed";
+  private itemObject(item: OpenItem, status: "in_progress" | "completed" | "incomplete"): Json {
+    const done = status !== "in_progress";
     const content = done ? [contentPart(item.kind, item.text)] : [];
     if (item.kind === "message") return { type: "message", id: item.id, status, role: "assistant", content };
     if (item.kind === "reasoning") return { type: "reasoning", id: item.id, summary: [], content, status };

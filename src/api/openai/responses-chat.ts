@@ -173,6 +173,13 @@ export function outputItems(message: Json, id: string): Json[] {
   return out;
 }
 
+/** Under a length cap the last item is the one cut off: incomplete, as OpenAI marks it. */
+function cutOff(items: Json[], length: boolean): Json[] {
+  const last = items.at(-1);
+  if (length && last) last.status = "incomplete";
+  return items;
+}
+
 /** The response object for a whole chat completion. */
 export function chatToResponse(chat: Json, body: Json, id: string, createdAt: number): Json {
   const choice = ((chat.choices as Json[] | undefined) ?? [])[0] ?? {};
@@ -185,7 +192,7 @@ export function chatToResponse(chat: Json, body: Json, id: string, createdAt: nu
     incomplete_details: length ? { reason: "max_output_tokens" } : null,
     error: null,
     model: body.model,
-    output: outputItems((choice.message as Json | undefined) ?? {}, id.slice("resp_".length)),
+    output: cutOff(outputItems((choice.message as Json | undefined) ?? {}, id.slice("resp_".length)), length),
     usage: responsesUsage(chat.usage as ChatUsage | undefined),
     ...responseEcho(body),
   };

@@ -99,6 +99,7 @@ describe("chat answers as Responses", () => {
     expect(r.status).toBe("incomplete");
     expect(r.incomplete_details).toEqual({ reason: "max_output_tokens" });
     expect(r.output.map((o: Json) => o.type)).toEqual(["reasoning", "message", "function_call", "function_call"]);
+    expect(r.output.map((o: Json) => o.status)).toEqual(["completed", "completed", "completed", "incomplete"]);
     expect(r.output[1].content[0].text).toBe("hello");
     expect(r.output.slice(2).map((o: Json) => [o.call_id, o.name, o.arguments])).toEqual([["c1", "f", "{}"], ["c2", "g", '{"x":1}']]);
     expect(r.usage).toMatchObject({ input_tokens: 5, output_tokens: 7, total_tokens: 12 });
@@ -145,8 +146,11 @@ describe("chat answers as Responses", () => {
     const w = new ResponsesEventWriter({ model: "m" }, "resp_abc", 100);
     w.start();
     w.chunk({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "length" }] });
-    expect(w.end()).toContain("event: response.incomplete");
+    const end = w.end();
+    expect(end).toContain("event: response.incomplete");
     expect(w.final().status).toBe("incomplete");
+    expect((w.final().output as Json[]).map((o) => o.status)).toEqual(["incomplete"]);
+    expect(end).toMatch(/"type":"response.output_item.done"[^\n]*"status":"incomplete"/);
   });
 });
 
