@@ -3,6 +3,7 @@
 // deleted from any isolate in any location, and engines stay stateless. Expired responses go on
 // the object's alarm, set to the earliest expiry it holds.
 import { DurableObject } from "cloudflare:workers";
+import { inputItemsPage, listedItems, type InputItemsPage, type InputItemsQuery, type UnknownCursor } from "./input-items.js";
 import { ResponseSql } from "./response-sql.js";
 import type { StoredResponse, StoredResponseInput } from "./stored-response.js";
 
@@ -22,6 +23,13 @@ export class ResponseStore extends DurableObject<Record<string, never>> {
 
   get(id: string, owner: string): StoredResponse | undefined {
     return this.rows.get(id, owner, Date.now());
+  }
+
+  /** A page of the response's input items, paged here so only the page leaves the object. */
+  inputItems(id: string, owner: string, query: InputItemsQuery): InputItemsPage | UnknownCursor | undefined {
+    const stored = this.rows.get(id, owner, Date.now());
+    if (!stored) return undefined;
+    return inputItemsPage(listedItems(JSON.parse(stored.conversation) as Record<string, unknown>[], id), query);
   }
 
   delete(id: string, owner: string): boolean {

@@ -12,6 +12,7 @@ import { relayResponseHeaders } from "../../backends/openai-http.js";
 import type { OpenAiRoute } from "../../backends/openai-bodies.js";
 import { prefillDecisionHeader } from "../../pd/skip.js";
 import type { LegStream } from "../../pd/leg.js";
+import type { JobEndpoint } from "../../pd/job.js";
 import { openAiHttpFamily } from "../../routing/families.js";
 import { noEngineError, runPipeline } from "../../routing/pipeline.js";
 import { buildJob } from "../job.js";
@@ -46,8 +47,10 @@ function servingPath(gw: GatewayContext, model: string): "openai-http" | "vllm-e
   }
 }
 
-export async function handleGeneration(gw: GatewayContext, req: Request, route: OpenAiRoute): Promise<Response> {
-  const metrics = new RequestMetrics(gw.events, "openai", route, gw.arrivedAt);
+/** `endpoint` is what the metrics record: the route, or the API a request came in on when
+ *  another surface serves it through this one (Responses over chat). */
+export async function handleGeneration(gw: GatewayContext, req: Request, route: OpenAiRoute, endpoint: JobEndpoint = route): Promise<Response> {
+  const metrics = new RequestMetrics(gw.events, "openai", endpoint, gw.arrivedAt);
   const headers = new Headers();
   let streamed = false;
   try {

@@ -53,7 +53,8 @@ export class ResponsesEventWriter {
 
   /** The closing events, after the chat stream's [DONE]. */
   end(): string {
-    const out = this.close();
+    // The item the length cap cut off is incomplete, as OpenAI marks it.
+    const out = this.close(this.finish === "length" ? "incomplete" : "completed");
     const final = this.final();
     return out + this.event(final.status === "incomplete" ? "response.incomplete" : "response.completed", { response: final });
   }
@@ -114,37 +115,48 @@ export class ResponsesEventWriter {
     this.open = item;
     this.output.push(this.itemObject(item, "in_progress"));
     let out = this.event("response.output_item.added", { output_index: index, item: this.output[index] });
-    if (kind === "message") out += this.event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } });
+    // The SDK's accumulator adds text to a content part it was told of: one part per item.
+    const part = contentPart(kind, "");
+    if (part) out += this.event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part });
     return out;
   }
 
-  private close(): string {
+  private close(status: "completed" | "incomplete" = "completed"): string {
     const item = this.open;
     if (!item) return "";
     this.open = undefined;
-    const done = this.itemObject(item, "completed");
+    const done = this.itemObject(item, status);
     this.output[item.index] = done;
     const at = { item_id: item.id, output_index: item.index };
     let out = "";
     if (item.kind === "message") {
       out += this.event("response.output_text.done", { ...at, content_index: 0, text: item.text, logprobs: [] });
-      out += this.event("response.content_part.done", { ...at, content_index: 0, part: { type: "output_text", text: item.text, annotations: [], logprobs: [] } });
+      out += this.event("response.content_part.done", { ...at, content_index: 0, part: contentPart("message", item.text) });
     } else if (item.kind === "reasoning") {
       out += this.event("response.reasoning_text.done", { ...at, content_index: 0, text: item.text });
+      out += this.event("response.content_part.done", { ...at, content_index: 0, part: contentPart("reasoning", item.text) });
     } else {
       out += this.event("response.function_call_arguments.done", { ...at, name: item.name, arguments: item.text });
     }
     return out + this.event("response.output_item.done", { output_index: item.index, item: done });
   }
 
-  private itemObject(item: OpenItem, status: "in_progress" | "completed"): Json {
-    const text = status === "completed" ? item.text : "";
-    if (item.kind === "message") return { type: "message", id: item.id, status, role: "assistant", content: status === "completed" ? [{ type: "output_text", text, annotations: [], logprobs: [] }] : [] };
-    if (item.kind === "reasoning") return { type: "reasoning", id: item.id, summary: [], content: status === "completed" ? [{ type: "reasoning_text", text }] : [], status };
-    return { type: "function_call", id: item.id, call_id: item.callId, name: item.name, arguments: text, status };
+  private itemObject(item: OpenItem, status: "in_progress" | "completed" | "incomplete"): Json {
+    const done = status !== "in_progress";
+    const content = done ? [contentPart(item.kind, item.text)] : [];
+    if (item.kind === "message") return { type: "message", id: item.id, status, role: "assistant", content };
+    if (item.kind === "reasoning") return { type: "reasoning", id: item.id, summary: [], content, status };
+    return { type: "function_call", id: item.id, call_id: item.callId, name: item.name, arguments: done ? item.text : "", status };
   }
 
   private event(type: string, fields: Json): string {
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.seq++, ...fields })}\n\n`;
   }
+}
+
+/** An item's one content part: output_text for a message, reasoning_text for reasoning. */
+function contentPart(kind: OpenItem["kind"], text: string): Json | undefined {
+  if (kind === "message") return { type: "output_text", text, annotations: [], logprobs: [] };
+  if (kind === "reasoning") return { type: "reasoning_text", text };
+  return undefined;
 }

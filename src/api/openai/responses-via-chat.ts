@@ -14,14 +14,17 @@ type Json = Record<string, unknown>;
 /** Headers of the client's request that the chat path reads. */
 const PASSED_HEADERS = ["x-request-id", "x-routing-key", "x-pd-override", "traceparent", "tracestate"];
 
-export async function viaChat(gw: GatewayContext, request: Request, turn: Turn, headers: Headers): Promise<Response> {
+/** `handedOff` is called when the chat path takes the request (and records it in the metrics,
+ *  under /v1/responses): a failure before that is the caller's to record. */
+export async function viaChat(gw: GatewayContext, request: Request, turn: Turn, headers: Headers, handedOff: () => void): Promise<Response> {
   const chatHeaders = new Headers({ "content-type": "application/json" });
   for (const h of PASSED_HEADERS) {
     const v = request.headers.get(h);
     if (v !== null) chatHeaders.set(h, v);
   }
   const chatBody = responsesToChat(turn.req.body, turn.conversation);
-  const res = await handleGeneration(gw, new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers: chatHeaders, body: JSON.stringify(chatBody) }), "/v1/chat/completions");
+  handedOff();
+  const res = await handleGeneration(gw, new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers: chatHeaders, body: JSON.stringify(chatBody) }), "/v1/chat/completions", "/v1/responses");
   for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
   if (res.status !== 200) return new Response(res.body, { status: res.status, headers: res.headers });
   const createdAt = Math.floor(Date.now() / 1000);

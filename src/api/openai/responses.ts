@@ -28,6 +28,8 @@ const FINAL_EVENTS: ReadonlySet<string> = new Set(["response.completed", "respon
 export async function handleResponses(gw: GatewayContext, request: Request): Promise<Response> {
   const metrics = new RequestMetrics(gw.events, "openai", "/v1/responses", gw.arrivedAt);
   const headers = new Headers();
+  // Once the chat path has the request, its metrics writer records it: this one stays silent.
+  let recording = true;
   try {
     const req = parseResponsesRequest(await readBodyText(request, gw.config.limits.max_body_bytes));
     metrics.named(req.model, req.stream);
@@ -35,8 +37,8 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     headers.set("x-request-id", requestId);
     const path = servingPath(gw, req.model);
     const turn = await turnOf(gw, req);
-    // The chat path records the request itself (endpoint /v1/chat/completions).
-    if (path === "chat") return await viaChat(gw, request, turn, headers);
+    // The chat path records the request itself (under /v1/responses).
+    if (path === "chat") return await viaChat(gw, request, turn, headers, () => (recording = false));
     const engineBody: Record<string, unknown> = { ...req.body, input: turn.conversation, store: false };
     delete engineBody.previous_response_id;
     const text = JSON.stringify(engineBody);
@@ -50,7 +52,7 @@ export async function handleResponses(gw: GatewayContext, request: Request): Pro
     return new Response(JSON.stringify(response), { status: 200, headers });
   } catch (err) {
     const e = toGatewayError(err, "Responses API");
-    metrics.end(e.status, e.code);
+    if (recording) metrics.end(e.status, e.code);
     return openAiErrorResponse(e, headers);
   }
 }
