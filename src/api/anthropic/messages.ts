@@ -19,17 +19,21 @@ import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
 import { requestIdOf } from "../request-id.js";
+import { countTokensViaChat } from "./count-tokens-via-chat.js";
+import { messagesViaChat } from "./messages-via-chat.js";
 import { messagesText, parseMessagesRequest } from "./request.js";
 
 export async function handleMessages(gw: GatewayContext, request: Request): Promise<Response> {
   const metrics = new RequestMetrics(gw.events, "anthropic", "/v1/messages", gw.arrivedAt);
   const headers = new Headers();
+  // Once the chat path has the request, its metrics writer records it (under /v1/messages).
+  let recording = true;
   try {
     const req = parseMessagesRequest(await readBodyText(request, gw.config.limits.max_body_bytes));
     metrics.named(req.model, req.stream);
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
-    refuseUnlessServed(gw, req.model);
+    if (servedBy(gw, req.model) === "engine-only") return await messagesViaChat(gw, request, req.body, headers, () => (recording = false));
     const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "anthropic", route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, promptText: () => messagesText(req.body), requestId, request }, metrics, headers);
     if (req.stream) return streamed(gw, stream, headers, { leg, metrics });
     const body = await readLegBody(stream, gw.clientSignal);
@@ -38,19 +42,16 @@ export async function handleMessages(gw: GatewayContext, request: Request): Prom
     return new Response(body, { status: 200, headers });
   } catch (err) {
     const e = toGatewayError(err, "Messages API");
-    metrics.end(e.status, e.code);
+    if (recording) metrics.end(e.status, e.code);
     return anthropicErrorResponse(e, headers);
   }
 }
 
-/** The Messages API is served here for models on openai-http engines; a model only VllmEngine
- *  engines serve is refused by name (docs/responses-and-messages.md). */
-function refuseUnlessServed(gw: GatewayContext, model: string): void {
+/** Models on openai-http engines get the API from vLLM itself; a model only VllmEngine engines
+ *  serve gets it through the gateway's chat path (docs/responses-and-messages.md). */
+function servedBy(gw: GatewayContext, model: string): "openai" | "engine-only" {
   const availability = modelAvailability(routedConfig(gw), model);
-  if (availability === "openai") return;
-  if (availability === "engine-only") {
-    throw new GatewayError("unsupported_model_api", 400, `model: '${model}' is served only by VllmEngine engines, which do not serve the Messages API yet; use /v1/chat/completions`, undefined, "model");
-  }
+  if (availability === "openai" || availability === "engine-only") return availability;
   throw noEngineError(gw, model);
 }
 
@@ -106,7 +107,7 @@ interface Usage {
 export async function handleCountTokens(gw: GatewayContext, request: Request): Promise<Response> {
   try {
     const req = parseMessagesRequest(await readBodyText(request, gw.config.limits.max_body_bytes), true);
-    refuseUnlessServed(gw, req.model);
+    if (servedBy(gw, req.model) === "engine-only") return await countTokensViaChat(gw, req.body);
     const [engine] = enginesOf(gw.routing, req.model, OPENAI_HTTP_TRANSPORTS);
     if (!engine) throw noEngineError(gw, req.model);
     let res: Response;

@@ -62,17 +62,22 @@ export async function handleEngineGeneration(gw: GatewayContext, p: OpenAiReques
   return render(gw, stream, new OpenAiResponseBuilder(head, plan, tokenizer, output), plan, s);
 }
 
+/** The model's tokenizer and template, as its engines serve them (count_tokens reads it too). */
+export function modelTokenizer(gw: GatewayContext, model: string): Promise<ModelTokenizer> {
+  return tokenizersOf(gw.isolate).get({
+    model,
+    engines: tokenizerEngines(gw, model),
+    ...optional("override", Object.hasOwn(gw.config.models, model) ? gw.config.models[model]!.tokenizer : undefined),
+    waitUntil: gw.waitUntil,
+  });
+}
+
 /** The job: the prompt rendered and tokenized with the engine's tokenizer, SamplingParams
  *  planned, everything the gateway can refuse refused (the context window included). */
 async function engineJob(gw: GatewayContext, p: OpenAiRequest, clientHeaders: Headers, requestId: string) {
   const chat = p.route === "/v1/chat/completions";
   refuseUnsupportedFields(chat ? "chat" : "completions", p.body);
-  const tok = await tokenizersOf(gw.isolate).get({
-    model: p.model,
-    engines: tokenizerEngines(gw, p.model),
-    ...optional("override", Object.hasOwn(gw.config.models, p.model) ? gw.config.models[p.model]!.tokenizer : undefined),
-    waitUntil: gw.waitUntil,
-  });
+  const tok = await modelTokenizer(gw, p.model);
   const maxPromptBytes = Object.hasOwn(gw.config.bounds.max_prompt_bytes, p.model) ? gw.config.bounds.max_prompt_bytes[p.model] : undefined;
   const limits = maxPromptBytes === undefined ? {} : { maxPromptBytes };
   const prompt = chat ? await chatPrompt(p, tok, limits) : await completionPrompt(p, tok, limits);

@@ -1,0 +1,85 @@
+// A Messages request for a model only VllmEngine engines serve, through the gateway's own chat
+// completions path (as vLLM serves Messages): the request becomes a chat request to the OpenAI
+// surface's handler, recorded in the metrics under /v1/messages; its answer (JSON, or SSE
+// chunks) becomes the Message or the Messages events, its errors Anthropic's shape.
+import type { GatewayContext } from "../../context.js";
+import { GatewayError } from "../../core/errors.js";
+import { anthropicErrorEvent, anthropicErrorResponse } from "../../errors/anthropic.js";
+import { EventSplitter } from "../event-relay.js";
+// eslint-disable-next-line no-restricted-imports -- Messages on VllmEngine models is served by the chat path itself, as vLLM does it
+import { handleGeneration } from "../openai/generation.js";
+import { chatToMessage, messagesToChat } from "./messages-chat.js";
+import { MessagesEventWriter } from "./messages-chat-stream.js";
+
+type Json = Record<string, unknown>;
+
+/** Headers of the client's request that the chat path reads. */
+const PASSED_HEADERS = ["x-request-id", "x-routing-key", "x-pd-override", "traceparent", "tracestate"];
+
+export function chatRequest(request: Request, chatBody: Json): Request {
+  const headers = new Headers({ "content-type": "application/json" });
+  for (const h of PASSED_HEADERS) {
+    const v = request.headers.get(h);
+    if (v !== null) headers.set(h, v);
+  }
+  return new Request(new URL("/v1/chat/completions", request.url), { method: "POST", headers, body: JSON.stringify(chatBody) });
+}
+
+/** `handedOff` is called when the chat path takes the request (its metrics record it). */
+export async function messagesViaChat(gw: GatewayContext, request: Request, body: Json, headers: Headers, handedOff: () => void): Promise<Response> {
+  const chatBody = messagesToChat(body);
+  handedOff();
+  const res = await handleGeneration(gw, chatRequest(request, chatBody), "/v1/chat/completions", "/v1/messages");
+  for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
+  if (res.status !== 200) return anthropicErrorResponse(await chatError(res), headers);
+  const id = `msg_${crypto.randomUUID().replaceAll("-", "")}`;
+  if (body.stream !== true) {
+    headers.set("content-type", "application/json");
+    return new Response(JSON.stringify(chatToMessage((await res.json()) as Json, body, id)), { status: 200, headers });
+  }
+  const writer = new MessagesEventWriter(body, id);
+  const split = new EventSplitter();
+  const encoder = new TextEncoder();
+  let ended = false;
+  const events = new TransformStream<Uint8Array, Uint8Array>({
+    start(c) {
+      c.enqueue(encoder.encode(writer.start()));
+    },
+    transform(bytes, c) {
+      if (ended) return;
+      let out = "";
+      for (const ev of split.push(bytes)) {
+        if (ev.data === "[DONE]") {
+          ended = true;
+          out += writer.end();
+          break;
+        }
+        const chunk = JSON.parse(ev.data) as Json;
+        if (chunk.error) {
+          ended = true;
+          const e = chunk.error as Json;
+          out += anthropicErrorEvent(new GatewayError(String(e.code ?? "engine_error"), 500, String(e.message ?? "")));
+          break;
+        }
+        out += writer.chunk(chunk);
+      }
+      if (out !== "") c.enqueue(encoder.encode(out));
+    },
+  });
+  headers.set("content-type", "text/event-stream");
+  headers.set("cache-control", "no-cache");
+  return new Response(res.body!.pipeThrough(events), { status: 200, headers });
+}
+
+/** The chat path's OpenAI-shaped error, as a GatewayError to render in Anthropic's shape. */
+async function chatError(res: Response): Promise<GatewayError> {
+  const text = await res.text();
+  let e: Json = {};
+  try {
+    e = ((JSON.parse(text) as Json).error as Json | undefined) ?? {};
+  } catch {
+    e = { message: text };
+  }
+  const code = res.headers.get("x-gateway-error-code") ?? String(e.code ?? "engine_error");
+  return new GatewayError(code, res.status, String(e.message ?? ""), undefined, typeof e.param === "string" ? e.param : undefined);
+}
