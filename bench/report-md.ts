@@ -3,6 +3,7 @@
 import type { ProfileResult } from "./profiles.js";
 import type { BenchResult } from "./report.js";
 import { SMALL_MAX_TOKENS } from "./setup.js";
+import type { TokenCpuCase } from "./token-cpu.js";
 import { explanations, verdicts } from "./verdicts.js";
 
 const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(d));
@@ -114,6 +115,33 @@ function streaming(r: BenchResult): string {
       "build/start-server.js), which is in its TTFB.",
     "",
     table(["surface", "pacing", "target", "TTFB ms", "first token ms", "per chunk ms", "total ms", "chunks", "added TTFB ms", "added per chunk ms"], rows),
+  ].join("\n");
+}
+
+function tokenRows(cases: TokenCpuCase[]): (string | number)[][] {
+  return cases.map((c) => [c.case, c.tokensPerRequest, f(c.cpuMsPerRequest, 3), f(c.cpuUsPerToken, 1), f(c.chunksPerRequest, 0), c.requests, c.ticks, c.errors]);
+}
+
+const TOKEN_HEAD = ["case", "tokens/reply", "CPU ms/request", "CPU µs/token", "SSE events/reply", "requests", "ticks", "errors"];
+
+/** Issues 28 and 29: CPU per streamed token, two ways of streaming the same tokens. */
+function tokenCpu(r: BenchResult): string {
+  const ratioRows = [...(r.parsers?.ratios ?? []), ...(r.apis?.ratios ?? [])].map((x) => [x.case, x.baseline, `${f(x.ratio)}x`, x.id === "parsers" ? "<= 1.3x" : "report only"]);
+  return [
+    "### 3b. CPU per streamed token: parsers and APIs (issues 28, 29)",
+    "",
+    "Measured as in section 2 (the gateway's workerd, /proc utime+stime, rounds), divided by the reply's output tokens, which a non-streamed probe of each request reads from `usage` first " +
+      "(the phase fails if two compared replies differ). Parsers: a Qwen3 model on one aggregated VllmEngine engine (Connect), `tool_parser: hermes`, `reasoning_parser: qwen3`; " +
+      "the sim's scripted reply (`<sim-say>`, ended by `stop: [\"§\"]`) is reasoning, `</think>`, a sentence and one `<tool_call>`, sent with two `tools` and `chat_template_kwargs.enable_thinking: true`; " +
+      "the baseline is the same model with no tools, thinking off, and plain text cut at the same token count (`max_tokens`, `ignore_eos`). " +
+      "APIs: engines that sample EOS at the same length on every API (sim fault `eosAfter`); on openai-http all three are relayed from the engine's own API " +
+      "(chat with the default `sse_relay: native`, Responses and Messages event by event); on VllmEngine Responses goes through the gateway's chat path. " +
+      "The API ratios have no target (issue 29 names none): report only.",
+    "",
+    r.parsers ? table(TOKEN_HEAD, tokenRows(r.parsers.cases)) : "Parsers: not measured in this run.",
+    "",
+    r.apis ? table(TOKEN_HEAD, tokenRows(r.apis.cases)) : "APIs: not measured in this run.",
+    ...(ratioRows.length ? ["", table(["case", "over", "CPU per token ratio", "target"], ratioRows)] : []),
   ].join("\n");
 }
 
@@ -242,5 +270,5 @@ export function renderBench(r: BenchResult): string {
   const errs = r.errors.length
     ? ["### Failed phases", "", ...r.errors.map((e) => `- ${e.phase}: ${e.message.split("\n")[0]}`)].join("\n")
     : "";
-  return [header(r), summary(r), overhead(r), cpu(r), streaming(r), fanout(r), footprint(r), scaling(r), dominates(r), errs].filter(Boolean).join("\n\n");
+  return [header(r), summary(r), overhead(r), cpu(r), streaming(r), tokenCpu(r), fanout(r), footprint(r), scaling(r), dominates(r), errs].filter(Boolean).join("\n\n");
 }

@@ -17,6 +17,7 @@ import type { ScalingCell } from "./scaling.js";
 import { round } from "./stats.js";
 import type { StreamFigures } from "./streaming.js";
 import type { TokenizerFigures } from "./tokenizer.js";
+import type { TokenCpuResult } from "./token-cpu.js";
 
 export interface Versions {
   node: string;
@@ -43,6 +44,10 @@ export interface BenchResult {
   overhead?: OverheadResult | undefined;
   cpu?: CpuCase[] | undefined;
   streaming?: StreamFigures[] | undefined;
+  /** CPU per streamed token with the tool and reasoning parsers vs without (issue 28). */
+  parsers?: TokenCpuResult | undefined;
+  /** CPU per streamed token of /v1/responses and /v1/messages vs chat (issue 29). */
+  apis?: TokenCpuResult | undefined;
   fanout?: FanoutResult | undefined;
   scaling?: ScalingCell[] | undefined;
   footprint?: {

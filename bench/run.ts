@@ -4,8 +4,9 @@
 // process it started (also on Ctrl-C and on errors), and writes bench/results/latest.json and
 // the benchmark section of docs/benchmarks.md. Only 127.0.0.1 is contacted; every load loop
 // is bounded in count and time. Speed is reported against targets, never asserted.
-//   --only overhead,cpu,streaming,fanout,decider,clusters,scaling,memory,profiles,startup,tokenizer
-//        run some phases only; the JSON goes to a temp file and the doc is left alone.
+//   --only overhead,cpu,streaming,parsers,apis,fanout,decider,clusters,scaling,memory,profiles,startup,tokenizer
+//        run some phases only; the JSON goes to a temp file and the doc is left alone
+//        (e.g. `npm run bench -- --only parsers,apis`, a couple of minutes).
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,9 +27,10 @@ import { measureScaling } from "./scaling.js";
 import { clusterSpec, gatewayConfig } from "./setup.js";
 import { measureStreaming } from "./streaming.js";
 import { measureTokenizer } from "./tokenizer.js";
+import { measureApis, measureParsers } from "./token-cpu.js";
 import { startGateway, startPassthrough, startPortkey, startSim } from "./targets.js";
 
-const PHASES = ["overhead", "cpu", "streaming", "fanout", "decider", "clusters", "scaling", "memory", "profiles", "startup", "tokenizer"] as const;
+const PHASES = ["overhead", "cpu", "streaming", "parsers", "apis", "fanout", "decider", "clusters", "scaling", "memory", "profiles", "startup", "tokenizer"] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { full: boolean; only?: Set<Phase> } {
@@ -136,6 +138,8 @@ async function main(): Promise<void> {
     if (wants("overhead")) result.overhead = await phase("overhead", () => measureOverhead(ctx));
     if (wants("cpu")) result.cpu = await phase("cpu", () => measureCpu(ctx));
     if (wants("streaming")) result.streaming = await phase("streaming", () => measureStreaming(ctx));
+    if (wants("parsers")) result.parsers = await phase("parsers", () => measureParsers(ctx));
+    if (wants("apis")) result.apis = await phase("apis", () => measureApis(ctx));
     if (wants("fanout")) result.fanout = await phase("fanout", () => measureFanout(ctx));
     // Its own section of docs/benchmarks.md and bench/results/decider.json (written by the phase).
     if (wants("decider")) Object.assign(result, { decider: await phase("decider", () => measureDecider(ctx, bundle.dir)) });

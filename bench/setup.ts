@@ -23,7 +23,18 @@ export const M = {
   /** PD pair (zero latency) serving the real Qwen3 tokenizer over Connect only: the OpenAI
    *  surface tokenizes for it (phase "tokenizer"). */
   qwen3: "bench-qwen3",
+  /** Qwen3 on one aggregated VllmEngine engine (zero latency), tool parser hermes and
+   *  reasoning parser qwen3 named (phase "parsers", issue 28). */
+  qwen3Tools: "bench-qwen3-tools",
+  /** One openai-http engine (zero latency) that samples EOS at REPLY_TOKENS on every API:
+   *  chat, Responses and Messages replies of one length (phase "apis", issue 29). */
+  apisHttp: "bench-apis",
+  /** As apisHttp, a Qwen3 model on a VllmEngine engine (Responses through chat). */
+  apisQwen3: "bench-apis-qwen3",
 } as const;
+
+/** The reply length of the "apis" phase's engines. */
+export const REPLY_TOKENS = 256;
 
 export const LONG_TOKEN_MS = 250;
 
@@ -44,6 +55,9 @@ export function clusterSpec(): ClusterSpec {
       { name: "agglat", role: "both", kvConnector: "none", model: M.aggLat },
       nixl("q0p", "prefill", M.qwen3, { latency: zero }),
       nixl("q0d", "decode", M.qwen3, { latency: zero }),
+      zeroLatencyEngine("qt", M.qwen3Tools),
+      zeroLatencyEngine("apis", M.apisHttp, { faults: [{ eosAfter: REPLY_TOKENS }] }),
+      zeroLatencyEngine("qa", M.apisQwen3, { faults: [{ eosAfter: REPLY_TOKENS }] }),
       { name: "long", role: "both", kvConnector: "none", model: M.long, latency: { perPromptTokenMs: 0, perOutputTokenMs: LONG_TOKEN_MS, perBlockPullMs: 0, pullSetupMs: 0 } },
     ],
   };
@@ -71,6 +85,9 @@ export function gatewayConfig(sim: SimProcess): unknown {
       [M.pd]: { prefill: both("plat", sim.url("plat"), nixl), decode: both("dlat", sim.url("dlat")) },
       [M.aggLat]: { regular: both("agglat", sim.url("agglat")) },
       [M.long]: { regular: both("long", sim.url("long")) },
+      [M.qwen3Tools]: { regular: [{ name: "qt-connect", url: sim.url("qt"), transport: "connect" }], tool_parser: "hermes", reasoning_parser: "qwen3" },
+      [M.apisHttp]: { regular: [{ name: "apis-http", url: sim.url("apis"), transport: "openai-http" }] },
+      [M.apisQwen3]: { regular: [{ name: "qa-connect", url: sim.url("qa"), transport: "connect" }] },
       [M.qwen3]: {
         prefill: [{ name: "q0p-connect", url: sim.url("q0p"), transport: "connect" }],
         decode: [{ name: "q0d-connect", url: sim.url("q0d"), transport: "connect" }],

@@ -53,6 +53,9 @@ export function verdicts(r: BenchResult): Verdict[] {
     const value = x === undefined ? "n/a" : `${f(x)}x${floorNote === undefined ? "" : ` (floor: ${f(floorNote)}x)`}`;
     out.push({ id, target, figure: `gateway / pass-through CPU per ${per}, ${kase}`, value, met: x === undefined ? undefined : x <= max });
   }
+  // Issue 28: the parsers' cost per token, against the same model's stream without them.
+  const parsers = r.parsers?.ratios.find((x) => x.id === "parsers")?.ratio;
+  out.push({ id: "ratio-parsers", target: "CPU per streamed token with tool + reasoning parsers <= 1.3x without", figure: "gateway CPU per token, Qwen3 VllmEngine chat stream: tools + thinking on / no tools, thinking off", value: parsers === undefined ? "n/a" : `${f(parsers)}x`, met: parsers === undefined ? undefined : parsers <= 1.3 });
   const pt = r.overhead?.targets.find((t) => t.target === "passthrough");
   const addedOverPt = gw && pt ? gw.addedP50Ms - pt.addedP50Ms : undefined;
   out.push({ id: "latency-vs-passthrough", target: "added p50 latency <= the pass-through Worker's + 0.2 ms", figure: "gateway added p50 - pass-through added p50, c=1", value: addedOverPt === undefined ? "n/a" : `${f(addedOverPt)} ms`, met: addedOverPt === undefined ? undefined : addedOverPt <= 0.2 });
