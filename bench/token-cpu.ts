@@ -104,7 +104,7 @@ export async function measureParsers(ctx: BenchContext): Promise<TokenCpuResult>
   const path = PATH.chat;
   const parsed = await probe(gw, path, parsersBody(true, false));
   const msg = ((parsed.json.choices as { message: Record<string, unknown> }[] | undefined)?.[0]?.message ?? {});
-  if (!Array.isArray(msg.tool_calls) || msg.tool_calls.length !== 1 || typeof msg.reasoning_content !== "string") {
+  if (!Array.isArray(msg.tool_calls) || msg.tool_calls.length !== 1 || typeof msg.reasoning !== "string") {
     throw new Error(`parsers probe: expected reasoning and one tool call, got ${JSON.stringify(msg).slice(0, 400)}`);
   }
   const plain = await probe(gw, path, parsersBody(false, false, parsed.tokens));
