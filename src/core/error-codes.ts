@@ -28,7 +28,6 @@ export const ERROR_CODES: Readonly<Record<string, ConnectMapping>> = {
   too_many_ids: Code.InvalidArgument,
   invalid_engine_url: Code.InvalidArgument,
   engine_model_mismatch: Code.InvalidArgument,
-  unsupported_model_api: Code.InvalidArgument,
   conversation_too_large: Code.InvalidArgument,
   // A message larger than a limit, either way: gRPC's RESOURCE_EXHAUSTED (as connect-es's own
   // readMaxBytes and the raw relay's frame limit).

@@ -122,7 +122,7 @@ describe("the Connect code each gateway code reaches a client as", () => {
       model_required: Code.InvalidArgument, too_many_ids: Code.InvalidArgument, invalid_engine_url: Code.InvalidArgument,
       engine_model_mismatch: Code.InvalidArgument, prompt_run_too_long: Code.InvalidArgument, response_too_large: Code.ResourceExhausted, engine_not_found: Code.NotFound,
       registry_not_configured: Code.Unimplemented, engine_unreachable: Code.Unavailable,
-      unsupported_model_api: Code.InvalidArgument, conversation_too_large: Code.InvalidArgument, response_not_found: Code.NotFound,
+      conversation_too_large: Code.InvalidArgument, response_not_found: Code.NotFound,
     };
     for (const [code, mapping] of Object.entries(ERROR_CODES)) {
       if (rows.has(code)) continue;
