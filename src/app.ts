@@ -15,6 +15,7 @@ import type { PipelineContext } from "./routing/pipeline.js";
 import { clientLocation, type GeoPoint } from "./routing/geo.js";
 import { openaiRoutes } from "./api/openai/routes.js";
 import { anthropicRoutes } from "./api/anthropic/routes.js";
+import { openAiChatPath } from "./api/openai/chat-path.js";
 import { corsFromConfig } from "./middleware/cors.js";
 import { requestLimits } from "./middleware/limits.js";
 import { dataPlaneAuth } from "./middleware/auth.js";
@@ -141,7 +142,7 @@ export function createApp(isolate: IsolateState = createIsolateState()) {
 
   app.post(`${ENGINE_SERVICE_PATH}*`, async (c) => (await loadEngineRouter()).handleEngineRpc(c.req.raw, c.get("gateway")));
   app.route("/v1", openaiRoutes());
-  app.route("/v1", anthropicRoutes());
+  app.route("/v1", anthropicRoutes(openAiChatPath));
   // The admin API (and the zod schemas of its bodies) loads on its first request: its own
   // Hono app, handed this request's gateway context.
   const gatewayOf = new WeakMap<Request, GatewayContext>();

@@ -1,13 +1,12 @@
 // A Messages request for a model only VllmEngine engines serve, through the gateway's own chat
 // completions path (as vLLM serves Messages): the request becomes a chat request to the OpenAI
-// surface's handler, recorded in the metrics under /v1/messages; its answer (JSON, or SSE
+// surface's handler (a ChatPath app.ts hands this surface), recorded in the metrics under /v1/messages; its answer (JSON, or SSE
 // chunks) becomes the Message or the Messages events, its errors Anthropic's shape.
 import type { GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
 import { anthropicErrorEvent, anthropicErrorResponse } from "../../errors/anthropic.js";
 import { EventSplitter } from "../event-relay.js";
-// eslint-disable-next-line no-restricted-imports -- Messages on VllmEngine models is served by the chat path itself, as vLLM does it
-import { handleGeneration } from "../openai/generation.js";
+import type { ChatPath } from "../chat-path.js";
 import { chatToMessage, messagesToChat } from "./messages-chat.js";
 import { MessagesEventWriter } from "./messages-chat-stream.js";
 
@@ -26,10 +25,10 @@ export function chatRequest(request: Request, chatBody: Json): Request {
 }
 
 /** `handedOff` is called when the chat path takes the request (its metrics record it). */
-export async function messagesViaChat(gw: GatewayContext, request: Request, body: Json, headers: Headers, handedOff: () => void): Promise<Response> {
+export async function messagesViaChat(gw: GatewayContext, chat: ChatPath, request: Request, body: Json, headers: Headers, handedOff: () => void): Promise<Response> {
   const chatBody = messagesToChat(body);
   handedOff();
-  const res = await handleGeneration(gw, chatRequest(request, chatBody), "/v1/chat/completions", "/v1/messages");
+  const res = await chat.generate(gw, chatRequest(request, chatBody), "/v1/messages");
   for (const [k, v] of res.headers) if (k.startsWith("x-")) headers.set(k, v);
   if (res.status !== 200) return anthropicErrorResponse(await chatError(res), headers);
   const id = `msg_${crypto.randomUUID().replaceAll("-", "")}`;

@@ -19,11 +19,12 @@ import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
 import { modelAvailability } from "../model-availability.js";
 import { requestIdOf } from "../request-id.js";
+import type { ChatPath } from "../chat-path.js";
 import { countTokensViaChat } from "./count-tokens-via-chat.js";
 import { messagesViaChat } from "./messages-via-chat.js";
 import { messagesText, parseMessagesRequest } from "./request.js";
 
-export async function handleMessages(gw: GatewayContext, request: Request): Promise<Response> {
+export async function handleMessages(gw: GatewayContext, chat: ChatPath, request: Request): Promise<Response> {
   const metrics = new RequestMetrics(gw.events, "anthropic", "/v1/messages", gw.arrivedAt);
   const headers = new Headers();
   // Once the chat path has the request, its metrics writer records it (under /v1/messages).
@@ -33,7 +34,7 @@ export async function handleMessages(gw: GatewayContext, request: Request): Prom
     metrics.named(req.model, req.stream);
     const requestId = requestIdOf(request.headers);
     headers.set("x-request-id", requestId);
-    if (servedBy(gw, req.model) === "engine-only") return await messagesViaChat(gw, request, req.body, headers, () => (recording = false));
+    if (servedBy(gw, req.model) === "engine-only") return await messagesViaChat(gw, chat, request, req.body, headers, () => (recording = false));
     const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "anthropic", route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, promptText: () => messagesText(req.body), requestId, request }, metrics, headers);
     if (req.stream) return streamed(gw, stream, headers, { leg, metrics });
     const body = await readLegBody(stream, gw.clientSignal);
@@ -104,10 +105,10 @@ interface Usage {
 
 /** POST /v1/messages/count_tokens: asked of one of the model's engines (vLLM renders the
  *  prompt with the model's own chat template, so the count is the engine's). */
-export async function handleCountTokens(gw: GatewayContext, request: Request): Promise<Response> {
+export async function handleCountTokens(gw: GatewayContext, chat: ChatPath, request: Request): Promise<Response> {
   try {
     const req = parseMessagesRequest(await readBodyText(request, gw.config.limits.max_body_bytes), true);
-    if (servedBy(gw, req.model) === "engine-only") return await countTokensViaChat(gw, req.body);
+    if (servedBy(gw, req.model) === "engine-only") return await countTokensViaChat(gw, chat, req.body);
     const [engine] = enginesOf(gw.routing, req.model, OPENAI_HTTP_TRANSPORTS);
     if (!engine) throw noEngineError(gw, req.model);
     let res: Response;
