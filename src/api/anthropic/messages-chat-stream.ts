@@ -3,13 +3,16 @@
 // tool use) content_block_start, its deltas and content_block_stop, then message_delta with
 // the stop_reason and usage, and message_stop. One block is open at a time, in the order the
 // chunks bring them. Pure: chunks in, SSE text out.
+import { GatewayError } from "../../core/errors.js";
+import { anthropicErrorEvent } from "../../errors/anthropic.js";
+import type { ChatEventWriter } from "../chat-events.js";
 import { messagesUsage, stopReason, type ChatUsage } from "./messages-chat.js";
 
 type Json = Record<string, unknown>;
 
 type Kind = "thinking" | "text" | "tool_use";
 
-export class MessagesEventWriter {
+export class MessagesEventWriter implements ChatEventWriter {
   private index = -1;
   private open: Kind | undefined;
   private callIndex: number | undefined;
@@ -25,6 +28,11 @@ export class MessagesEventWriter {
   start(): string {
     const message = { id: this.id, type: "message", role: "assistant", model: this.body.model, content: [], stop_reason: null, stop_sequence: null, usage: messagesUsage(undefined) };
     return this.event("message_start", { message });
+  }
+
+  /** The chat stream's in-band error, as Anthropic's error event (the stream ends there). */
+  error(e: Json): string {
+    return anthropicErrorEvent(new GatewayError(String(e.code ?? "engine_error"), 500, String(e.message ?? "")));
   }
 
   /** One chat chunk's events. */

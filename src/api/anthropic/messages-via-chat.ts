@@ -4,8 +4,8 @@
 // chunks) becomes the Message or the Messages events, its errors Anthropic's shape.
 import type { GatewayContext } from "../../context.js";
 import { GatewayError } from "../../core/errors.js";
-import { anthropicErrorEvent, anthropicErrorResponse } from "../../errors/anthropic.js";
-import { EventSplitter } from "../event-relay.js";
+import { anthropicErrorResponse } from "../../errors/anthropic.js";
+import { chatEventsOf } from "../chat-events.js";
 import type { ChatPath } from "../chat-path.js";
 import { chatToMessage, messagesToChat } from "./messages-chat.js";
 import { MessagesEventWriter } from "./messages-chat-stream.js";
@@ -37,37 +37,9 @@ export async function messagesViaChat(gw: GatewayContext, chat: ChatPath, reques
     return new Response(JSON.stringify(chatToMessage((await res.json()) as Json, body, id)), { status: 200, headers });
   }
   const writer = new MessagesEventWriter(body, id);
-  const split = new EventSplitter();
-  const encoder = new TextEncoder();
-  let ended = false;
-  const events = new TransformStream<Uint8Array, Uint8Array>({
-    start(c) {
-      c.enqueue(encoder.encode(writer.start()));
-    },
-    transform(bytes, c) {
-      if (ended) return;
-      let out = "";
-      for (const ev of split.push(bytes)) {
-        if (ev.data === "[DONE]") {
-          ended = true;
-          out += writer.end();
-          break;
-        }
-        const chunk = JSON.parse(ev.data) as Json;
-        if (chunk.error) {
-          ended = true;
-          const e = chunk.error as Json;
-          out += anthropicErrorEvent(new GatewayError(String(e.code ?? "engine_error"), 500, String(e.message ?? "")));
-          break;
-        }
-        out += writer.chunk(chunk);
-      }
-      if (out !== "") c.enqueue(encoder.encode(out));
-    },
-  });
   headers.set("content-type", "text/event-stream");
   headers.set("cache-control", "no-cache");
-  return new Response(res.body!.pipeThrough(events), { status: 200, headers });
+  return new Response(chatEventsOf(res.body!, writer), { status: 200, headers });
 }
 
 /** The chat path's OpenAI-shaped error, as a GatewayError to render in Anthropic's shape. */

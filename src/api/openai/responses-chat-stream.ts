@@ -3,6 +3,7 @@
 // message, each function call) its .added, deltas and .done events, then response.completed
 // (or .incomplete) with the whole response. One item is open at a time, in the order the
 // chunks bring them. Pure: chunks in, SSE text out.
+import type { ChatEventWriter } from "../chat-events.js";
 import { responseEcho, responsesUsage, type ChatUsage } from "./responses-chat.js";
 
 type Json = Record<string, unknown>;
@@ -18,7 +19,7 @@ interface OpenItem {
   name?: string;
 }
 
-export class ResponsesEventWriter {
+export class ResponsesEventWriter implements ChatEventWriter {
   private seq = 0;
   private readonly output: Json[] = [];
   private open: OpenItem | undefined;

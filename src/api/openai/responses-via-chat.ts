@@ -3,7 +3,7 @@
 // answer (JSON, or SSE chunks) becomes the response object or the Responses events. The turn
 // is stored as on the native path.
 import type { GatewayContext } from "../../context.js";
-import { EventSplitter } from "../event-relay.js";
+import { chatEventsOf } from "../chat-events.js";
 import { handleGeneration } from "./generation.js";
 import { chatToResponse, responsesToChat } from "./responses-chat.js";
 import { ResponsesEventWriter } from "./responses-chat-stream.js";
@@ -35,35 +35,8 @@ export async function viaChat(gw: GatewayContext, request: Request, turn: Turn, 
     return new Response(JSON.stringify(response), { status: 200, headers });
   }
   const writer = new ResponsesEventWriter(turn.req.body, turn.id, createdAt);
-  const split = new EventSplitter();
-  const encoder = new TextEncoder();
-  let ended = false;
-  const events = new TransformStream<Uint8Array, Uint8Array>({
-    start(c) {
-      c.enqueue(encoder.encode(writer.start()));
-    },
-    transform(bytes, c) {
-      if (ended) return;
-      let out = "";
-      for (const ev of split.push(bytes)) {
-        if (ev.data === "[DONE]") {
-          ended = true;
-          out += writer.end();
-          if (turn.stored) storeLater(gw, turn, clientResponse(writer.final(), turn));
-          break;
-        }
-        const chunk = JSON.parse(ev.data) as Json;
-        if (chunk.error) {
-          ended = true;
-          out += writer.error(chunk.error as Json);
-          break;
-        }
-        out += writer.chunk(chunk);
-      }
-      if (out !== "") c.enqueue(encoder.encode(out));
-    },
-  });
   headers.set("content-type", "text/event-stream");
   headers.set("cache-control", "no-cache");
-  return new Response(res.body!.pipeThrough(events), { status: 200, headers });
+  const onEnd = turn.stored ? () => storeLater(gw, turn, clientResponse(writer.final(), turn)) : undefined;
+  return new Response(chatEventsOf(res.body!, writer, onEnd), { status: 200, headers });
 }
