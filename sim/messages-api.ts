@@ -9,13 +9,19 @@ import { OpenAiBadRequest } from "./body-fields.js";
 import type { SimEngine } from "./engine.js";
 import { sendAnthropicError, sendJson, onClientGone, sendOpenAiError } from "./http-util.js";
 import { AnthropicRefusal, parseCountTokensRequest, parseMessagesRequest, type MessagesRequest } from "./messages-parse.js";
+import { messageContent, MessagesBlockStream } from "./messages-reply.js";
+import { ChatStreamShaper, chatMessage } from "./chat-reply.js";
 import { errorStatus, finalText, type Complete } from "./openai-api.js";
+import { replyScript } from "./reply-script.js";
 import type { Run } from "./run.js";
+import type { EngineConfig } from "./spec.js";
 
 interface Ctx {
   id: string;
   model: string;
   promptTokens: number;
+  cfg: EngineConfig;
+  req: MessagesRequest;
 }
 
 /** A refusal in vLLM's shape for it: the handler's in Anthropic's envelope, a schema error (or
@@ -27,8 +33,10 @@ function sendRefusal(res: ServerResponse, err: Error): void {
 }
 
 /** stop_reason / stop_sequence as serving.py maps chat's finish_reason and stop_reason: a
- *  matched stop string is "stop_sequence"; EOS or a stop token id is "end_turn". */
-function stopOf(c: Complete | undefined): { stop_reason?: string; stop_sequence?: string } {
+ *  matched stop string is "stop_sequence"; EOS or a stop token id is "end_turn"; a reply the
+ *  tool parser found calls in ("tool_calls") is "tool_use". */
+function stopOf(c: Complete | undefined, chatFinish?: string): { stop_reason?: string; stop_sequence?: string } {
+  if (chatFinish === "tool_calls") return { stop_reason: "tool_use" };
   if (c?.finishReason === "length") return { stop_reason: "max_tokens" };
   if (c?.finishReason !== "stop") return {};
   return c.matchedStopStr !== undefined ? { stop_reason: "stop_sequence", stop_sequence: c.matchedStopStr } : { stop_reason: "end_turn" };
@@ -38,16 +46,17 @@ export async function handleMessages(engine: SimEngine, req: IncomingMessage, re
   const base = headerRequestId(req);
   const a = await admit(engine, "/v1/messages", req, {
     requestIdOf: () => base,
-    parse: (json) => parseMessagesRequest(json, engine.cfg.model),
+    parse: (json) => parseMessagesRequest(json, engine.cfg),
   });
   if (!a.ok) return sendRefusal(res, a.error);
   const p: MessagesRequest = a.parsed;
   const run = engine.startRun({
     requestId: a.requestId, promptIds: p.promptIds, n: 1, maxTokens: p.maxTokens, minTokens: 0, stop: p.stop,
     stopTokenIds: [], ignoreEos: false, seed: undefined, kvParams: p.kvParams, fault: a.fault,
+    ...replyScript(engine.cfg, p.fields, p.promptIds, p.promptText, true),
   });
   const stopWatching = onClientGone(res, () => void run.cancel());
-  const ctx: Ctx = { id: `chatcmpl-${a.requestId}`, model: engine.cfg.model, promptTokens: p.promptIds.length };
+  const ctx: Ctx = { id: `chatcmpl-${a.requestId}`, model: engine.cfg.model, promptTokens: p.promptIds.length, cfg: engine.cfg, req: p };
   try {
     if (p.stream) await streamMessage(ctx, run, res);
     else await fullMessage(ctx, run, res);
@@ -68,7 +77,7 @@ export async function handleCountTokens(engine: SimEngine, req: IncomingMessage,
 }
 
 /** The non-streamed message: api_router dumps it with exclude_none, so a null stop_sequence or
- *  kv_transfer_params is left out; an empty completion is one empty text block. */
+ *  kv_transfer_params is left out; an empty completion has no content block. */
 async function fullMessage(ctx: Ctx, run: Run, res: ServerResponse): Promise<void> {
   let done: Complete | undefined;
   for await (const ev of run.events) {
@@ -79,29 +88,32 @@ async function fullMessage(ctx: Ctx, run: Run, res: ServerResponse): Promise<voi
     if (ev.type === "complete") done = ev;
   }
   if (res.destroyed) return;
+  const chat = chatMessage(done ? finalText(done) : "", done?.finishReason ?? "abort", ctx.cfg, ctx.req.fields);
   sendJson(res, 200, {
     id: ctx.id, type: "message", role: "assistant",
-    content: [{ type: "text", text: done ? finalText(done) : "" }],
-    model: ctx.model, ...stopOf(done),
+    content: messageContent(chat.message),
+    model: ctx.model, ...stopOf(done, chat.finish),
     usage: { input_tokens: ctx.promptTokens, output_tokens: done?.outputIds.length ?? 0 },
     ...(done?.kvTransferParams ? { kv_transfer_params: done.kvTransferParams } : {}),
   });
 }
 
-/** The streamed message, as serving.py's message_stream_converter turns chat chunks into
- *  Anthropic events, each with its `event:` line. The text block opens with the first
- *  non-empty delta; no ping is sent. */
+/** The streamed message, as serving.py's message_stream_converter turns chat chunks (each text
+ *  delta through the chat stream's parsers) into Anthropic events, each with its `event:`
+ *  line. No ping is sent. */
 async function streamMessage(ctx: Ctx, run: Run, res: ServerResponse): Promise<void> {
   const send = (event: string, data: Record<string, unknown>) => res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+  const shaper = new ChatStreamShaper(ctx.cfg, ctx.req.fields, 0);
+  const blocks = new MessagesBlockStream(send);
+  // The chat stream holds back what could still become a stop string (openai-api.ts).
+  const stop = ctx.req.stop;
+  const holdback = stop.length > 0 ? Math.max(...stop.map((st) => st.length)) - 1 : 0;
   let text = "";
   let sent = 0;
-  let blockOpen = false;
   let done: Complete | undefined;
-  const delta = (t: string) => {
-    if (t === "") return;
-    if (!blockOpen) send("content_block_start", { content_block: { type: "text", text: "" }, index: 0 });
-    blockOpen = true;
-    send("content_block_delta", { delta: { type: "text_delta", text: t }, index: 0 });
+  const feed = (t: string, final: boolean) => {
+    const d = shaper.feed(t, final);
+    if (d) blocks.feed(d);
   };
   // Headers wait for the first event, as on the chat path: a start failure is a plain error.
   const begin = () => {
@@ -125,19 +137,20 @@ async function streamMessage(ctx: Ctx, run: Run, res: ServerResponse): Promise<v
     if (ev.type === "token") {
       text += ev.text;
       if (ev.final) continue;
-      delta(text.slice(sent));
-      sent = text.length;
+      const upto = Math.max(sent, text.length - holdback);
+      if (upto > sent) feed(text.slice(sent, upto), false);
+      sent = upto;
       continue;
     }
     done = ev;
     const final = finalText(ev);
-    delta(final.length > sent ? final.slice(sent) : "");
+    feed(final.length > sent ? final.slice(sent) : "", true);
     sent = Math.max(sent, final.length);
   }
   if (res.destroyed) return;
   begin();
-  if (blockOpen) send("content_block_stop", { index: 0 });
-  send("message_delta", { delta: stopOf(done), usage: { input_tokens: ctx.promptTokens, output_tokens: done?.outputIds.length ?? 0 } });
+  blocks.close();
+  send("message_delta", { delta: stopOf(done, shaper.finishReason(done?.finishReason ?? "stop")), usage: { input_tokens: ctx.promptTokens, output_tokens: done?.outputIds.length ?? 0 } });
   send("message_stop", {});
   res.end();
 }

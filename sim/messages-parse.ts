@@ -6,8 +6,9 @@
 // Anthropic's envelope.
 import { bad, bodyObject, isObject, OpenAiBadRequest, optBool, optInt, optKvParams, optNumber, optObject, type Body } from "./body-fields.js";
 import type { KvParams } from "./kv-params.js";
-import { chatMessagesPrompt } from "./openai-parse.js";
-import { MAX_CONTEXT } from "./spec.js";
+import { parseReplyFields, type ReplyFields } from "./openai-fields.js";
+import { chatMessagesPrompt, chatMessagesText } from "./openai-parse.js";
+import { MAX_CONTEXT, type EngineConfig } from "./spec.js";
 
 export class AnthropicRefusal extends OpenAiBadRequest {}
 
@@ -17,6 +18,11 @@ export interface MessagesRequest {
   stream: boolean;
   stop: string[];
   kvParams: KvParams | undefined;
+  /** The rendered prompt's text (a <sim-say> script's source). */
+  promptText: string;
+  /** What the chat request vLLM converts this one into asks of the reply: tools, tool_choice,
+   *  response_format, chat_template_kwargs. */
+  fields: ReplyFields;
 }
 
 const ROLES = ["user", "assistant", "system", "ctx", "msg"];
@@ -129,20 +135,51 @@ export function toChatMessages(body: Body, msgs: Body[]): ChatMessage[] {
 }
 
 /** After the schema: the handler's model check (404) and the rendered prompt. */
-function promptOf(body: Body, msgs: Body[], servedModel: string): number[] {
+function promptOf(body: Body, msgs: Body[], servedModel: string): { ids: number[]; text: string } {
   if (body.model !== servedModel) throw new AnthropicRefusal(`The model \`${String(body.model)}\` does not exist.`, "model", 404);
   let ids: number[];
+  let text: string;
   try {
-    ids = chatMessagesPrompt(toChatMessages(body, msgs));
+    const chat = toChatMessages(body, msgs);
+    ids = chatMessagesPrompt(chat);
+    text = chatMessagesText(chat);
   } catch (err) {
     throw new AnthropicRefusal((err as Error).message, "messages");
   }
   if (ids.length === 0) throw new AnthropicRefusal("messages: the prompt cannot be empty", "messages");
   if (ids.length > MAX_CONTEXT) throw new AnthropicRefusal(`messages: prompt of ${ids.length} tokens exceeds max_model_len ${MAX_CONTEXT}`, "messages");
-  return ids;
+  return { ids, text };
 }
 
-export function parseMessagesRequest(value: unknown, servedModel: string): MessagesRequest {
+/** tool_choice as serving.py's _convert_tool_choice: any is "required", tool a named choice;
+ *  unset with tools is "auto". */
+function chatToolChoice(tc: Body | undefined, hasTools: boolean): unknown {
+  if (!tc) return hasTools ? "auto" : undefined;
+  if (tc.type === "any") return "required";
+  if (tc.type === "tool") return { type: "function", function: { name: tc.name } };
+  return tc.type;
+}
+
+/** The reply fields of the chat request vLLM converts to (serving.py _convert_tools,
+ *  _convert_tool_choice, _handle_output_config): what the chat path then refuses is the
+ *  handler's refusal, in Anthropic's envelope. */
+function replyFieldsOf(body: Body, cfg: EngineConfig): ReplyFields {
+  const tools = Array.isArray(body.tools) ? (body.tools as Body[]) : undefined;
+  const chat: Body = {};
+  if (tools) chat.tools = tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+  const choice = chatToolChoice(optObject(body, "tool_choice"), tools !== undefined);
+  if (choice !== undefined) chat.tool_choice = choice;
+  const format = isObject(body.output_config) && isObject(body.output_config.format) ? body.output_config.format : undefined;
+  if (format && isObject(format.json_schema)) chat.response_format = { type: "json_schema", json_schema: { name: String(format.type), schema: format.json_schema } };
+  if (body.chat_template_kwargs !== undefined) chat.chat_template_kwargs = body.chat_template_kwargs;
+  try {
+    return parseReplyFields("/v1/chat/completions", chat, cfg);
+  } catch (err) {
+    throw new AnthropicRefusal((err as Error).message, "tool_choice");
+  }
+}
+
+export function parseMessagesRequest(value: unknown, cfg: EngineConfig): MessagesRequest {
   const body = bodyObject(value);
   const msgs = checkCommon(body);
   if (body.max_tokens === undefined || body.max_tokens === null) bad("max_tokens", "field required");
@@ -158,16 +195,17 @@ export function parseMessagesRequest(value: unknown, servedModel: string): Messa
   optInt(body, "top_k", Number.MIN_SAFE_INTEGER);
   optObject(body, "metadata");
   const kvParams = optKvParams(body);
-  const promptIds = promptOf(body, msgs, servedModel);
+  const { ids: promptIds, text: promptText } = promptOf(body, msgs, cfg.model);
+  const fields = replyFieldsOf(body, cfg);
   if (promptIds.length + maxTokens > MAX_CONTEXT) {
     throw new AnthropicRefusal(`max_tokens: prompt (${promptIds.length}) + max_tokens (${maxTokens}) exceeds max_model_len ${MAX_CONTEXT}`, "max_tokens");
   }
-  return { promptIds, maxTokens, stream, stop, kvParams };
+  return { promptIds, maxTokens, stream, stop, kvParams, promptText, fields };
 }
 
 /** POST /v1/messages/count_tokens: the prompt ids the same request would generate from. */
 export function parseCountTokensRequest(value: unknown, servedModel: string): number[] {
   const body = bodyObject(value);
   const msgs = checkCommon(body);
-  return promptOf(body, msgs, servedModel);
+  return promptOf(body, msgs, servedModel).ids;
 }

@@ -12,10 +12,10 @@ import { kvParamsOfBody } from "./body-fields.js";
 import { parseOpenAiRequest, OpenAiBadRequest, type OpenAiRequest } from "./openai-parse.js";
 import type { GenEvent, Run } from "./run.js";
 import type { SimFault } from "./types.js";
-import { detokenize, promptHash } from "./tokens.js";
+import { detokenize } from "./tokens.js";
 import { MAX_CONTEXT, type EngineConfig } from "./spec.js";
-import { constrainedText } from "./constraint.js";
-import { scriptOf, scriptText, type Script } from "./script.js";
+import { replyScript, type ReplyScript } from "./reply-script.js";
+import type { Script } from "./script.js";
 import { chatLogprobs, completionLogprobs, type OutToken } from "./http-logprobs.js";
 import { ChatStreamShaper, chatMessage } from "./chat-reply.js";
 
@@ -45,18 +45,8 @@ export function finalText(c: Complete, includeStop = false): string {
   return at >= 0 ? c.text.slice(0, at + (includeStop ? c.matchedStopStr.length : 0)) : c.text;
 }
 
-/** The reply a prompt's run emits when it is fixed: a structured-output constraint's value
- *  (after an empty thought under a reasoning parser, whose grammar starts after `</think>`), or
- *  the prompt's <sim-say> script. */
-function scriptFor(cfg: EngineConfig, p: OpenAiRequest, i: number): { script?: Script; replyLength?: number } {
-  const c = p.fields.constraint;
-  const constrained = c ? constrainedText(c, promptHash(p.prompts[i]!)) : undefined;
-  if (constrained !== undefined && constrained !== "") {
-    const script = scriptOf((cfg.reasoningParser ? "</think>" : "") + constrained);
-    return { script, replyLength: script.ids.length };
-  }
-  const say = scriptText(p.promptTexts[i] ?? "");
-  return say === undefined ? {} : { script: scriptOf(say) };
+function scriptFor(cfg: EngineConfig, p: OpenAiRequest, i: number): ReplyScript {
+  return replyScript(cfg, p.fields, p.prompts[i]!, p.promptTexts[i] ?? "");
 }
 
 function outTokens(c: Choice): OutToken[] {

@@ -144,12 +144,14 @@ export function requiredToolsSchema(tools: ToolDef[]): Record<string, unknown> {
   };
 }
 
-export function parseReplyFields(route: string, body: Body, cfg: EngineConfig): ReplyFields {
+/** `autoNeedsParser`: "auto" without the engine's tool parser is chat's 400; the Responses
+ *  API has no such refusal (it answers in text). */
+export function parseReplyFields(route: string, body: Body, cfg: EngineConfig, autoNeedsParser = true): ReplyFields {
   const chat = route === "/v1/chat/completions";
   const tools = chat ? toolsOf(body) : undefined;
   const toolChoice = chat ? toolChoiceOf(body, tools) : "none";
   let constraint = constraintOf(body);
-  if (toolChoice === "auto" && !(cfg.enableAutoToolChoice && cfg.toolCallParser)) {
+  if (autoNeedsParser && toolChoice === "auto" && !(cfg.enableAutoToolChoice && cfg.toolCallParser)) {
     // serving.py answers this with a plain 400 (no param).
     throw new OpenAiBadRequest('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', null);
   }

@@ -1,6 +1,7 @@
 // vLLM's Responses API on the engine's HTTP port (vllm/entrypoints/openai/responses/
-// api_router.py, serving.py and streaming_events.py, with kv_transfer_params from vLLM PR
-// 37424), the path of a model without a tool or reasoning parser: one message output item.
+// api_router.py, serving.py and simple_streaming_events.py, with kv_transfer_params from vLLM
+// PR 37424), the path without Harmony: the engine's reasoning and tool parsers split the reply
+// into reasoning, message and function_call items (responses-reply.ts).
 // vLLM keeps nothing (VLLM_ENABLE_RESPONSES_API_STORE is off by default), and neither does the sim.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { admit, randomHex } from "./admission.js";
@@ -9,13 +10,19 @@ import type { SimEngine } from "./engine.js";
 import { onClientGone, sendJson, sendOpenAiError } from "./http-util.js";
 import type { KvParams } from "./kv-params.js";
 import { errorStatus, finalText, type Complete } from "./openai-api.js";
+import { ChatStreamShaper, chatMessage } from "./chat-reply.js";
+import { outputTexts, reasoningTokenCount, replyScript, type ReplyScript } from "./reply-script.js";
 import { parseResponsesRequest, responseIdOf, type ResponsesRequest } from "./responses-parse.js";
+import { responseOutput, ResponsesItemStream } from "./responses-reply.js";
 import type { Run } from "./run.js";
+import type { EngineConfig } from "./spec.js";
 
 interface Ctx {
   p: ResponsesRequest;
   model: string;
   createdAt: number;
+  cfg: EngineConfig;
+  reply: ReplyScript;
 }
 
 interface Outcome {
@@ -24,8 +31,6 @@ interface Outcome {
   done?: Complete;
 }
 
-const outputText = (text: string, logprobs: unknown[] | null) => ({ annotations: [], text, type: "output_text", logprobs });
-
 /** ResponsesResponse.from_request, dumped without exclude_none as api_router does. */
 function responseObject(ctx: Ctx, o: Outcome): Record<string, unknown> {
   const d = o.done;
@@ -33,7 +38,7 @@ function responseObject(ctx: Ctx, o: Outcome): Record<string, unknown> {
     input_tokens: ctx.p.promptIds.length,
     input_tokens_details: { cached_tokens: d.cachedTokens, input_tokens_per_turn: [], cached_tokens_per_turn: [] },
     output_tokens: d.outputIds.length,
-    output_tokens_details: { reasoning_tokens: 0, tool_output_tokens: 0, output_tokens_per_turn: [], tool_output_tokens_per_turn: [] },
+    output_tokens_details: { reasoning_tokens: reasoningTokenCount(ctx.cfg, outputTexts(d.outputIds, ctx.reply.script), ctx.p.fields.enableThinking), tool_output_tokens: 0, output_tokens_per_turn: [], tool_output_tokens_per_turn: [] },
     total_tokens: ctx.p.promptIds.length + d.outputIds.length,
   };
   const e = ctx.p.echo;
@@ -54,10 +59,10 @@ function responseObject(ctx: Ctx, o: Outcome): Record<string, unknown> {
 /** "incomplete" iff length-capped; every other finish is "completed" (serving.py). */
 const statusOf = (d: Complete | undefined): Outcome["status"] => (d?.finishReason === "length" ? "incomplete" : "completed");
 
-/** The output items of a finished request: one assistant message, with no content part when
- *  the text is empty. */
-function messageOutput(text: string): unknown[] {
-  return [{ id: `msg_${randomHex()}`, content: text ? [outputText(text, null)] : [], role: "assistant", status: "completed", type: "message" }];
+/** The final output: the reply through the engine's parsers, as items. */
+function outputOf(ctx: Ctx, done: Complete | undefined): { output: unknown[]; status: Outcome["status"] } {
+  const chat = chatMessage(done ? finalText(done) : "", done?.finishReason ?? "abort", ctx.cfg, ctx.p.fields);
+  return { output: responseOutput(chat.message), status: statusOf(done) };
 }
 
 export async function handleResponses(engine: SimEngine, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -68,7 +73,7 @@ export async function handleResponses(engine: SimEngine, req: IncomingMessage, r
       id = responseIdOf(json) ?? id;
       return `${id}_0`;
     },
-    parse: (json) => parseResponsesRequest(json, engine.cfg.model, id),
+    parse: (json) => parseResponsesRequest(json, engine.cfg, id),
   });
   if (!a.ok) {
     const err = a.error;
@@ -76,12 +81,13 @@ export async function handleResponses(engine: SimEngine, req: IncomingMessage, r
     return sendOpenAiError(res, 400, err.message);
   }
   const p = a.parsed;
+  const reply = replyScript(engine.cfg, p.fields, p.promptIds, p.promptText, !p.ignoreEos);
   const run = engine.startRun({
     requestId: a.requestId, promptIds: p.promptIds, n: 1, maxTokens: p.maxTokens, minTokens: 0, stop: p.stop,
-    stopTokenIds: [], ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault: a.fault,
+    stopTokenIds: [], ignoreEos: p.ignoreEos, seed: p.seed, kvParams: p.kvParams, fault: a.fault, ...reply,
   });
   const stopWatching = onClientGone(res, () => void run.cancel());
-  const ctx: Ctx = { p, model: engine.cfg.model, createdAt: Math.floor(Date.now() / 1000) };
+  const ctx: Ctx = { p, model: engine.cfg.model, createdAt: Math.floor(Date.now() / 1000), cfg: engine.cfg, reply };
   try {
     if (p.stream) await streamResponse(ctx, run, res);
     else await fullResponse(ctx, run, res);
@@ -100,27 +106,22 @@ async function fullResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<vo
     if (ev.type === "complete") done = ev;
   }
   if (res.destroyed) return;
-  sendJson(res, 200, responseObject(ctx, { status: statusOf(done), output: messageOutput(done ? finalText(done) : ""), done }));
+  sendJson(res, 200, responseObject(ctx, { ...outputOf(ctx, done), done }));
 }
 
-/** The streamed events of serving.py's simple path (SimpleStreamingEventProcessor), each as
- *  `event: <type>\ndata: <json>\n\n` with its sequence_number, and no [DONE]. */
+/** The streamed events of process_simple_stream, each as `event: <type>\ndata: <json>\n\n`
+ *  with its sequence_number, and no [DONE]. */
 async function streamResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<void> {
   let seq = 0;
   const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`);
-  const itemId = randomHex(); // the streamed item's id: a bare uuid, unlike the final output's msg_ id
-  const at = { output_index: 0, item_id: itemId, content_index: 0 };
+  const shaper = new ChatStreamShaper(ctx.cfg, ctx.p.fields, 0);
+  const items = new ResponsesItemStream(send);
   let text = "";
-  let streamed = "";
+  let streamed = 0;
   let done: Complete | undefined;
-  const delta = (t: string) => {
-    if (t === "") return;
-    if (streamed === "") {
-      send("response.output_item.added", { output_index: 0, item: { id: itemId, content: [], role: "assistant", status: "in_progress", type: "message" } });
-      send("response.content_part.added", { ...at, part: outputText("", []) });
-    }
-    streamed += t;
-    send("response.output_text.delta", { ...at, delta: t, logprobs: [] });
+  const feed = (t: string, final: boolean) => {
+    const d = shaper.feed(t, final);
+    if (d) items.feed(d);
   };
   // Headers wait for the first event, as on the chat path: a start failure is a plain error.
   const begin = () => {
@@ -141,20 +142,18 @@ async function streamResponse(ctx: Ctx, run: Run, res: ServerResponse): Promise<
     begin();
     if (ev.type === "token") {
       text += ev.text;
-      if (!ev.final) delta(text.slice(streamed.length));
+      if (!ev.final && text.length > streamed) feed(text.slice(streamed), false);
+      if (!ev.final) streamed = text.length;
       continue;
     }
     done = ev;
     const final = finalText(ev);
-    delta(final.length > streamed.length ? final.slice(streamed.length) : "");
+    feed(final.length > streamed ? final.slice(streamed) : "", true);
+    streamed = Math.max(streamed, final.length);
   }
   if (res.destroyed) return;
   begin();
-  if (streamed !== "") {
-    send("response.output_text.done", { ...at, text: streamed, logprobs: [] });
-    send("response.content_part.done", { ...at, part: outputText(streamed, null) });
-    send("response.output_item.done", { output_index: 0, item: { id: itemId, content: [outputText(streamed, null)], role: "assistant", status: "completed", type: "message", summary: [] } });
-  }
-  send("response.completed", { response: responseObject(ctx, { status: statusOf(done), output: messageOutput(streamed), done }) });
+  items.end();
+  send("response.completed", { response: responseObject(ctx, { ...outputOf(ctx, done), done }) });
   res.end();
 }

@@ -4,8 +4,9 @@
 // OpenAI error shape; the handler's own carry vLLM's "invalid_request_error" type.
 import { bad, bodyObject, isObject, OpenAiBadRequest, optBool, optInt, optKvParams, optNumber, optObject, optStopList, optString, type Body } from "./body-fields.js";
 import type { KvParams } from "./kv-params.js";
-import { chatMessagesPrompt } from "./openai-parse.js";
-import { MAX_CONTEXT } from "./spec.js";
+import { parseReplyFields, type ReplyFields } from "./openai-fields.js";
+import { chatMessagesPrompt, chatMessagesText } from "./openai-parse.js";
+import { MAX_CONTEXT, type EngineConfig } from "./spec.js";
 
 export interface ResponsesRequest {
   /** The response id: the body's `request_id` (a vLLM extension) or "resp_<hex>". */
@@ -19,6 +20,10 @@ export interface ResponsesRequest {
   kvParams: KvParams | undefined;
   /** Request fields the response object echoes back. */
   echo: Body;
+  /** The rendered prompt's text (a <sim-say> script's source). */
+  promptText: string;
+  /** What the function tools, tool_choice and text.format ask of the reply. */
+  fields: ReplyFields;
 }
 
 type ChatMessage = Record<string, unknown>;
@@ -108,11 +113,28 @@ function handlerChecks(body: Body, servedModel: string): void {
   if (prev !== undefined) throw new OpenAiBadRequest(`Response with id '${prev}' not found.`, "response_id", 404, "invalid_request_error");
 }
 
+/** The function tools, tool_choice and text.format in chat's terms, for the parsers and the
+ *  structured-output constraint (other tool types are not modelled). */
+function replyFieldsOf(body: Body, echo: Body, cfg: EngineConfig): ReplyFields {
+  const chat: Body = {};
+  const tools = (echo.tools as unknown[]).filter((t): t is Body => isObject(t) && t.type === "function");
+  if (tools.length > 0) {
+    chat.tools = tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } }));
+    const tc = echo.tool_choice;
+    chat.tool_choice = isObject(tc) ? { type: "function", function: { name: tc.name } } : tc;
+  }
+  const format = isObject(echo.text) && isObject(echo.text.format) ? echo.text.format : undefined;
+  if (format?.type === "json_schema") chat.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema } };
+  else if (format?.type === "json_object") chat.response_format = { type: "json_object" };
+  return parseReplyFields("/v1/chat/completions", chat, cfg, false);
+}
+
 export function responseIdOf(json: unknown): string | undefined {
   return isObject(json) && typeof json.request_id === "string" && json.request_id !== "" ? json.request_id : undefined;
 }
 
-export function parseResponsesRequest(value: unknown, servedModel: string, id: string): ResponsesRequest {
+export function parseResponsesRequest(value: unknown, cfg: EngineConfig, id: string): ResponsesRequest {
+  const servedModel = cfg.model;
   const body = bodyObject(value);
   optString(body, "model");
   optBool(body, "store");
@@ -126,7 +148,9 @@ export function parseResponsesRequest(value: unknown, servedModel: string, id: s
   const kvParams = optKvParams(body);
   const echo = echoOf(body);
   handlerChecks(body, servedModel);
+  const fields = replyFieldsOf(body, echo, cfg);
   const promptIds = chatMessagesPrompt(messages, "input");
+  const promptText = chatMessagesText(messages, "input");
   if (promptIds.length === 0) bad("input", "the prompt cannot be empty");
   if (promptIds.length >= MAX_CONTEXT) {
     throw new OpenAiBadRequest(`The engine prompt length ${promptIds.length} exceeds the max_model_len ${MAX_CONTEXT}. Please reduce prompt.`, "input", 400, "invalid_request_error");
@@ -136,5 +160,5 @@ export function parseResponsesRequest(value: unknown, servedModel: string, id: s
   }
   // Unset, vLLM's default is what is left of the context window.
   const maxTokens = maxOutput ?? MAX_CONTEXT - promptIds.length;
-  return { id, promptIds, maxTokens, stream, stop, ignoreEos, seed, kvParams, echo };
+  return { id, promptIds, maxTokens, stream, stop, ignoreEos, seed, kvParams, echo, promptText, fields };
 }
