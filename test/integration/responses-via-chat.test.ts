@@ -27,6 +27,11 @@ async function grpcGateway(): Promise<TestGateway> {
       { name: "decode", role: "decode", kvConnector: "NixlConnector", kvEngineId: "decode-eng", model: QWEN, port: 0, latency: FAST },
     ],
   });
+  return grpcGatewayOf(cluster);
+}
+
+/** A gateway instance of its own (another isolate: no memory shared) on the cluster. */
+function grpcGatewayOf(cluster: TestCluster): TestGateway {
   return testGateway(
     {
       models: { [QWEN]: { prefill: [{ name: "prefill", url: cluster.url("prefill"), transport: "connect" }], decode: [{ name: "decode", url: cluster.url("decode"), transport: "grpc-web" }] } },
@@ -55,7 +60,7 @@ describe("Responses on VllmEngine engines (through the gateway's chat path)", ()
     await expectNoPinnedBlocks(cluster!);
   });
 
-  it("streamed: the SDK assembles the same text from the events; a follow-up turn continues it", async () => {
+  it("streamed: the SDK assembles the same text from the events; a follow-up turn on another isolate continues it", async () => {
     const gw = await grpcGateway();
     const stream = sdk(gw).responses.stream({ model: QWEN, input: "<sim-say>one two three</sim-say>", max_output_tokens: 12 });
     const types: string[] = [];
@@ -66,7 +71,7 @@ describe("Responses on VllmEngine engines (through the gateway's chat path)", ()
     expect(types.slice(-4, -1)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done"]);
     expect(types.at(-1)).toMatch(/^response\.(completed|incomplete)$/);
     await gw.settle();
-    const next = await sdk(gw).responses.create({ model: QWEN, input: "<sim-say>four</sim-say>", previous_response_id: final.id, max_output_tokens: 8 });
+    const next = await sdk(grpcGatewayOf(cluster!)).responses.create({ model: QWEN, input: "<sim-say>four</sim-say>", previous_response_id: final.id, max_output_tokens: 8 });
     expect(next.previous_response_id).toBe(final.id);
     // The second prompt holds the first turn (its words and the reply) before the new input.
     const text = JSON.stringify((await generatesReceived(cluster!, "decode")).at(-1));
