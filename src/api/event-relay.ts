@@ -1,15 +1,14 @@
 // Relays an engine's named-event SSE stream (the Responses API's `response.*` events, the
-// Anthropic Messages API's `message_*` / `content_block_*` events) event by event: the events
-// an API must read (usage, the response object it rewrites with the gateway's id) are decoded
-// and may be rewritten; the rest (the deltas, most of a stream) go out as the engine's own
-// bytes, found by a byte scan (event-bytes.ts) and never decoded. The stream is complete only
-// once its API's final event went out. Any other ending (a body that breaks off, an end before
-// the final event, an event past the size bound) becomes one error event in the API's own
-// shape, then the body closes. A client that leaves cancels the leg (over HTTP, vLLM's abort).
+// Anthropic Messages API's `message_*` / `content_block_*` events) event by event: each event
+// may be rewritten on the way (the gateway's response id, store flags), and the stream is
+// complete only once its API's final event went out. Any other ending (a body that breaks off,
+// an end before the final event, an event past the size bound) becomes one error event in the
+// API's own shape, then the body closes. A client that leaves cancels the leg (over HTTP,
+// vLLM's abort). Unlike the chat relays, these APIs' streams are read event by event in JS:
+// the gateway must see and may change their events.
 import { errorText, GatewayError } from "../core/errors.js";
 import { engineSuffix } from "../pd/leg-errors.js";
 import type { LegStream } from "../pd/leg.js";
-import { EventBytesSplitter, type EventRange } from "./event-bytes.js";
 
 export interface NamedEvent {
   /** The `event:` field, when the engine sent one. */
@@ -31,28 +30,19 @@ export interface EventRelayOptions {
   clientSignal: AbortSignal;
   maxEventBytes: number;
   now(): number;
-  /** Whether an event of this type must be read (decoded, passed to onEvent); the others go
-   *  out as they came. An event without an `event:` line is always read. */
-  reads(type: string): boolean;
-  /** Every event's type, in order, read or not. */
-  onType(type: string | undefined): void;
-  /** A read event as the client gets it (the same object when unchanged). */
+  /** The event as the client gets it (the same object when unchanged). */
   onEvent(ev: NamedEvent): NamedEvent;
   /** The API's last event of a complete stream. */
-  isFinal(type: string | undefined): boolean;
+  isFinal(ev: NamedEvent): boolean;
   /** The API's error event, as SSE text. */
   errorEvent(err: GatewayError): string;
   onEnd(end: EventRelayEnd): void;
 }
 
 const encoder = new TextEncoder();
-const CR = 13;
 
 export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): ReadableStream<Uint8Array> {
-  const split = new EventBytesSplitter();
-  // A stream with CRs in it (not vLLM's) is read as text from the first one on.
-  let textSplit: EventSplitter | undefined;
-  const decoder = new TextDecoder();
+  const split = new EventSplitter();
   let over = false;
   let sawFinal = false;
   let firstEventAt: number | undefined;
@@ -69,59 +59,6 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
   };
   const streamError = (detail: string): GatewayError =>
     new GatewayError(`${o.leg}_stream_error`, 502, `${o.leg === "decode" ? "Decode" : "Engine"} stream error: ${detail}${o.engine === undefined ? "" : engineSuffix(o.leg === "decode" ? "decode" : "regular", o.engine)}`);
-  /** A read event as the client gets it: undefined when unchanged. */
-  const read = (ev: NamedEvent): NamedEvent | undefined => {
-    const type = eventType(ev);
-    o.onType(type);
-    if (o.isFinal(type)) sawFinal = true;
-    const sent = o.onEvent(ev);
-    return sent === ev ? undefined : sent;
-  };
-  /** The client's bytes for one event: the engine's own unless it was rewritten. */
-  const relayRange = (r: EventRange): Uint8Array | undefined => {
-    if (r.type === undefined || o.reads(r.type)) {
-      const ev = parseBlock(decoder.decode(r.bytes.subarray(r.start, r.end - 2)));
-      const sent = ev && read(ev);
-      return sent && encoder.encode(serialize(sent));
-    }
-    o.onType(r.type);
-    if (o.isFinal(r.type)) sawFinal = true;
-    return undefined;
-  };
-  const relayText = (c: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array, text: EventSplitter): void => {
-    const events = text.push(chunk);
-    if (text.pendingChars > o.maxEventBytes) return tooLarge(c);
-    if (events.length === 0) return;
-    firstEventAt ??= o.now();
-    c.enqueue(encoder.encode(events.map((ev) => serialize(read(ev) ?? ev)).join("")));
-  };
-  const relayChunk = (c: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): void => {
-    if (!textSplit && chunk.indexOf(CR) >= 0) {
-      textSplit = new EventSplitter();
-      for (const held of split.takeHeld()) textSplit.push(held);
-    }
-    if (textSplit) return relayText(c, chunk, textSplit);
-    const ranges = split.push(chunk);
-    if (split.pendingBytes > o.maxEventBytes) return tooLarge(c);
-    if (ranges.length === 0) return;
-    firstEventAt ??= o.now();
-    // Runs of unchanged events go out as one view of the bytes they came in.
-    let run: EventRange | undefined;
-    const flush = () => run && c.enqueue(run.bytes.subarray(run.start, run.end));
-    for (const r of ranges) {
-      const rewritten = relayRange(r);
-      if (rewritten === undefined && run?.bytes === r.bytes && run.end === r.start) {
-        run.end = r.end;
-        continue;
-      }
-      flush();
-      run = rewritten === undefined ? { ...r } : undefined;
-      if (rewritten) c.enqueue(rewritten);
-    }
-    flush();
-  };
-  const tooLarge = (c: ReadableStreamDefaultController<Uint8Array>): void =>
-    fail(c, new GatewayError(`${o.leg}_event_too_large`, 502, `the engine sent an SSE event larger than ${o.maxEventBytes} bytes (bounds.max_sse_event_bytes)`));
   return new ReadableStream<Uint8Array>({
     async pull(c) {
       let r: IteratorResult<Uint8Array>;
@@ -138,7 +75,18 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
         }
         return fail(c, streamError("the stream ended before its final event"));
       }
-      relayChunk(c, r.value);
+      const events = split.push(r.value);
+      if (split.pendingChars > o.maxEventBytes) {
+        return fail(c, new GatewayError(`${o.leg}_event_too_large`, 502, `the engine sent an SSE event larger than ${o.maxEventBytes} bytes (bounds.max_sse_event_bytes)`));
+      }
+      let out = "";
+      for (const ev of events) {
+        firstEventAt ??= o.now();
+        const sent = o.onEvent(ev);
+        out += serialize(sent);
+        if (o.isFinal(ev)) sawFinal = true;
+      }
+      if (out !== "") c.enqueue(encoder.encode(out));
     },
     cancel() {
       finish({ outcome: "cancelled", status: 499, errorCode: "client_cancelled" });

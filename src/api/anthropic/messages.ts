@@ -72,15 +72,12 @@ function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: He
     clientSignal: gw.clientSignal,
     maxEventBytes: gw.config.bounds.max_sse_event_bytes,
     now: Date.now,
-    reads: (type) => type === "message_start" || type === "message_delta",
-    onType: (type) => {
-      if (type !== "content_block_delta") return;
-      lastOutputAt = Date.now();
-      firstOutputAt ??= lastOutputAt;
-    },
     onEvent: (e) => {
       const type = eventType(e);
-      if (type === "message_start" || type === "message_delta") {
+      if (type === "content_block_delta") {
+        lastOutputAt = Date.now();
+        firstOutputAt ??= lastOutputAt;
+      } else if (type === "message_start" || type === "message_delta") {
         const json = JSON.parse(e.data) as { message?: { usage?: Usage }; usage?: Usage };
         const usage = json.message?.usage ?? json.usage;
         if (typeof usage?.input_tokens === "number") inputTokens = usage.input_tokens;
@@ -88,7 +85,10 @@ function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: He
       }
       return e;
     },
-    isFinal: (type) => type === "message_stop" || type === "error",
+    isFinal: (e) => {
+      const type = eventType(e);
+      return type === "message_stop" || type === "error";
+    },
     errorEvent: anthropicErrorEvent,
     onEnd: (end) => metrics.end(end.status, end.errorCode, { firstOutputAt, lastOutputAt, outputTokens, inputTokens }),
   });

@@ -24,9 +24,6 @@ import { clientResponse, responseNotFound, storeLater, storeTurn, turnOf, type T
 
 /** The events after which a Responses stream is over (the SDK's terminal events). */
 const FINAL_EVENTS: ReadonlySet<string> = new Set(["response.completed", "response.incomplete", "response.failed", "error"]);
-/** The events that carry the response object, which the client gets with the gateway's id;
- *  every other event goes out as the engine's bytes. */
-const RESPONSE_OBJECT_EVENTS: ReadonlySet<string> = new Set(["response.created", "response.in_progress", "response.queued", "response.completed", "response.incomplete", "response.failed"]);
 
 export async function handleResponses(gw: GatewayContext, request: Request): Promise<Response> {
   const metrics = new RequestMetrics(gw.events, "openai", "/v1/responses", gw.arrivedAt);
@@ -89,14 +86,12 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
     clientSignal: gw.clientSignal,
     maxEventBytes: gw.config.bounds.max_sse_event_bytes,
     now: Date.now,
-    reads: (type) => RESPONSE_OBJECT_EVENTS.has(type),
-    onType: (type) => {
-      if (type !== "response.output_text.delta" && type !== "response.function_call_arguments.delta" && type !== "response.reasoning_text.delta") return;
-      lastOutputAt = Date.now();
-      firstOutputAt ??= lastOutputAt;
-    },
     onEvent: (e) => {
       const type = eventType(e);
+      if (type === "response.output_text.delta" || type === "response.function_call_arguments.delta" || type === "response.reasoning_text.delta") {
+        lastOutputAt = Date.now();
+        firstOutputAt ??= lastOutputAt;
+      }
       if (!type?.startsWith("response.") || !e.data.includes('"response"')) return e;
       const json = JSON.parse(e.data) as { response?: Record<string, unknown> };
       if (typeof json.response !== "object" || json.response === null) return e;
@@ -104,7 +99,7 @@ function streamed(gw: GatewayContext, turn: Turn, stream: LegStream<Uint8Array>,
       if (type === "response.completed" || type === "response.incomplete") completed = json.response;
       return { event: e.event, data: JSON.stringify(json) };
     },
-    isFinal: (type) => FINAL_EVENTS.has(type ?? ""),
+    isFinal: (e) => FINAL_EVENTS.has(eventType(e) ?? ""),
     errorEvent: sseErrorEvent,
     onEnd: (end) => {
       const usage = completed?.usage as { input_tokens?: number; output_tokens?: number } | undefined;
