@@ -45,6 +45,7 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
   const split = new EventSplitter();
   let over = false;
   let sawFinal = false;
+  let sawError = false;
   let firstEventAt: number | undefined;
   const finish = (end: EventRelayEnd): void => {
     if (over) return;
@@ -69,6 +70,12 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
         return fail(c, err instanceof GatewayError ? err : streamError(errorText(err)));
       }
       if (r.done) {
+        // An engine's in-band error event ended the stream: the client has it; metrics record
+        // a failed stream, as on the native relay.
+        if (sawError) {
+          finish({ outcome: "failed", status: 502, errorCode: `${o.leg}_stream_error` });
+          return c.close();
+        }
         if (sawFinal) {
           finish({ outcome: "completed", status: 200 });
           return c.close();
@@ -85,6 +92,7 @@ export function eventRelay(leg: LegStream<Uint8Array>, o: EventRelayOptions): Re
         const sent = o.onEvent(ev);
         out += serialize(sent);
         if (o.isFinal(ev)) sawFinal = true;
+        if (eventType(ev) === "error") sawError = true;
       }
       if (out !== "") c.enqueue(encoder.encode(out));
     },

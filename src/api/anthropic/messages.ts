@@ -14,6 +14,8 @@ import { OPENAI_HTTP_TRANSPORTS } from "../../routing/families.js";
 import { noEngineError } from "../../routing/pipeline.js";
 import { enginesOf } from "../../routing/select.js";
 import { eventRelay, eventType } from "../event-relay.js";
+import { NativeRelay } from "../native-relay.js";
+import { MessagesWatch } from "./messages-watch.js";
 import { runHttpApiJob } from "../http-api-job.js";
 import { RequestMetrics } from "../request-metrics.js";
 import { readLegBody } from "../leg-body.js";
@@ -36,7 +38,7 @@ export async function handleMessages(gw: GatewayContext, chat: ChatPath, request
     headers.set("x-request-id", requestId);
     if (servedBy(gw, req.model) === "engine-only") return await messagesViaChat(gw, chat, request, req.body, headers, () => (recording = false));
     const { stream, leg } = await runHttpApiJob(gw, { model: req.model, surface: "anthropic", route: "/v1/messages", text: req.text, body: req.body, stream: req.stream, promptText: () => messagesText(req.body), requestId, request }, metrics, headers);
-    if (req.stream) return streamed(gw, stream, headers, { leg, metrics });
+    if (req.stream) return await streamed(gw, stream, headers, { leg, metrics, native: gw.routing.models[req.model]?.sse_relay === "native" });
     const body = await readLegBody(stream, gw.clientSignal);
     metrics.end(200);
     headers.set("content-type", "application/json");
@@ -59,14 +61,56 @@ function servedBy(gw: GatewayContext, model: string): "openai" | "engine-only" {
 interface StreamScope {
   leg: "engine" | "decode";
   metrics: RequestMetrics;
+  /** The model's sse_relay is "native": the engine's bytes piped, watched behind the client. */
+  native: boolean;
 }
 
-function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: Headers, { leg, metrics }: StreamScope): Response {
+async function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: Headers, scope: StreamScope): Promise<Response> {
+  headers.set("content-type", "text/event-stream");
+  headers.set("cache-control", "no-cache");
+  const body = scope.native ? await nativeBody(gw, stream, scope) : inspectedBody(gw, stream, scope);
+  return new Response(body, { status: 200, headers });
+}
+
+/** The native relay's body; the inspecting relay's when the leg cannot hand its body over
+ *  (what its first read gave then goes back in front of the rest, an error included). */
+async function nativeBody(gw: GatewayContext, stream: LegStream<Uint8Array>, { leg, metrics }: StreamScope): Promise<ReadableStream<Uint8Array>> {
+  let first: IteratorResult<Uint8Array> | { error: unknown };
+  try {
+    first = await stream.next();
+  } catch (error) {
+    first = { error };
+  }
+  const detached = "done" in first && !first.done ? stream.detach?.() : undefined;
+  if (!detached || !("done" in first) || first.done) return inspectedBody(gw, withFirst(stream, first), { leg, metrics, native: false });
+  const watch = new MessagesWatch({
+    leg, engine: stream.engine, maxEventBytes: gw.config.bounds.max_sse_event_bytes, now: Date.now,
+    onEnd: (end, s) => metrics.end(end.status, end.errorCode, { firstOutputAt: s.firstOutputAt, lastOutputAt: s.lastOutputAt, outputTokens: s.outputTokens, inputTokens: s.inputTokens }),
+  });
+  return new NativeRelay(detached, watch, { clientSignal: gw.clientSignal, waitUntil: (p) => gw.waitUntil(p), errorEvent: anthropicErrorEvent }).start(first.value);
+}
+
+/** The leg with what a read already gave put back in front. */
+function withFirst(stream: LegStream<Uint8Array>, first: IteratorResult<Uint8Array> | { error: unknown }): LegStream<Uint8Array> {
+  let head: typeof first | undefined = first;
+  return {
+    ...stream,
+    next() {
+      const r = head;
+      head = undefined;
+      if (!r) return stream.next();
+      return "error" in r ? Promise.reject(r.error) : Promise.resolve(r);
+    },
+  };
+}
+
+/** sse_relay "inspect": every event read in JavaScript on its way (event-relay.ts). */
+function inspectedBody(gw: GatewayContext, stream: LegStream<Uint8Array>, { leg, metrics }: StreamScope): ReadableStream<Uint8Array> {
   let firstOutputAt: number | undefined;
   let lastOutputAt: number | undefined;
   let inputTokens: number | undefined;
   let outputTokens = 0;
-  const body = eventRelay(stream, {
+  return eventRelay(stream, {
     engine: stream.engine,
     leg,
     clientSignal: gw.clientSignal,
@@ -92,9 +136,6 @@ function streamed(gw: GatewayContext, stream: LegStream<Uint8Array>, headers: He
     errorEvent: anthropicErrorEvent,
     onEnd: (end) => metrics.end(end.status, end.errorCode, { firstOutputAt, lastOutputAt, outputTokens, inputTokens }),
   });
-  headers.set("content-type", "text/event-stream");
-  headers.set("cache-control", "no-cache");
-  return new Response(body, { status: 200, headers });
 }
 
 interface Usage {

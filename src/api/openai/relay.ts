@@ -18,7 +18,8 @@
 // bytes piped natively, watched behind the client, so an in-band error reaches the client as
 // vLLM wrote it (a broken body or a missing [DONE] still gets the gateway's error event).
 import type { DetachedLeg, LegStream } from "../../pd/leg.js";
-import { NativeRelay } from "./native-relay.js";
+import { NativeRelay } from "../native-relay.js";
+import { sseErrorEvent } from "./errors.js";
 import { RelayLoop } from "./relay-loop.js";
 import { SseWatch } from "./sse-watch.js";
 import type { RelayOptions } from "./sse-watch.js";
@@ -37,7 +38,7 @@ export async function sseRelay(engine: LegStream<Uint8Array>, o: RelayOptions & 
   }
   if (first.done) return new RelayLoop(pulledLeg(engine), watch, o).start();
   const detached = engine.detach?.();
-  if (detached && o.native) return new NativeRelay(detached, watch, o).start(first.value);
+  if (detached && o.native) return new NativeRelay(detached, watch, { ...o, errorEvent: sseErrorEvent }).start(first.value);
   return new RelayLoop(detached ?? pulledLeg(engine), watch, o).start(first.value);
 }
 

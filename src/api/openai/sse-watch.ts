@@ -7,6 +7,7 @@
 import { concatBytes } from "../../core/body.js";
 import { GatewayError } from "../../core/errors.js";
 import { engineSuffix } from "../../pd/leg-errors.js";
+import type { RelayEnding, StreamWatch, WatchResult } from "../stream-watch.js";
 import { SseEventEnds } from "./sse-event-ends.js";
 import { classifySseEvent, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
 
@@ -31,13 +32,7 @@ export interface RelayEnd {
   stats: RelayStats;
 }
 
-/** How a relayed stream ended, before its stats are attached; the same three for every relay. */
-export type RelayEnding = Omit<RelayEnd, "stats">;
-export const COMPLETED: RelayEnding = { outcome: "completed", status: 200 };
-export const CANCELLED: RelayEnding = { outcome: "cancelled", status: 499, errorCode: "client_cancelled" };
-export function failedWith(err: GatewayError): RelayEnding {
-  return { outcome: "failed", status: err.status, errorCode: err.code };
-}
+export { CANCELLED, COMPLETED, failedWith, type RelayEnding, type WatchResult } from "../stream-watch.js";
 
 export interface RelayOptions {
   /** "decode" for the PD path, "engine" for aggregated mode: the error code's prefix. */
@@ -53,13 +48,8 @@ export interface RelayOptions {
   maxEventBytes?: number;
 }
 
-/** Bytes to send on, or the in-band error found (with the events before it, as text). */
-export interface WatchResult {
-  out?: Uint8Array;
-  error?: { before: string; error: GatewayError };
-}
 
-export class SseWatch {
+export class SseWatch implements StreamWatch {
   readonly stats: RelayStats = { outputPieces: 0 };
   /** An incomplete event's bytes so far, as they came (copies: a batch reader reuses its
    *  buffer). */

@@ -1,13 +1,14 @@
-// sse_relay "native" (the default): the engine's bytes go to the client through the runtime's
-// own pipe, with no JavaScript per chunk, and a tee()'d copy is watched behind them in batches
-// of at least WATCH_BATCH bytes (core/batch-reader.ts), so metrics still get output tokens,
-// usage, TPOT and how the stream ended. Measured in workerd: about the pass-through Worker's
-// CPU per chunk (docs/benchmarks.md). What watching behind cannot do, the bytes being gone
-// before they are seen: replace an engine's in-band error event (the client gets vLLM's own,
-// already OpenAI-shaped). The pipe leaves the client's body open (preventClose, preventAbort:
-// workerd still pumps natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks
-// off, or ends cleanly without [DONE], still gets the gateway's error event naming the engine
-// once the pipe settles. And a client slower than the engine no longer slows the engine: the
+// sse_relay "native" (the default), for chat/completions SSE and for Messages streams: the
+// engine's bytes go to the client through the runtime's own pipe, with no JavaScript per chunk,
+// and a tee()'d copy is watched behind them in batches of at least WATCH_BATCH bytes
+// (core/batch-reader.ts) by the API's StreamWatch, so metrics still get output tokens, usage,
+// TPOT and how the stream ended. Measured in workerd: about the pass-through Worker's CPU per
+// chunk (docs/benchmarks.md). What watching behind cannot do, the bytes being gone before they
+// are seen: replace an engine's in-band error event (the client gets vLLM's own, already in the
+// API's shape). The pipe leaves the client's body open (preventClose, preventAbort: workerd
+// still pumps natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks off, or
+// ends cleanly without its final event ([DONE], message_stop), still gets the gateway's error
+// event (in the API's shape) naming the engine once the pipe settles. And a client slower than the engine no longer slows the engine: the
 // runtime holds what the client has not read yet (at most the generation).
 //
 // The shape: engine body -> tee -> the client's branch piped into the client's body (left open
@@ -24,12 +25,19 @@
 // (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
 // IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
 // the client's connection broke off without the error event.
-import { batchReader, type BatchReader } from "../../core/batch-reader.js";
-import { identityPipe } from "../../core/byte-pipe.js";
-import { errorText, type GatewayError } from "../../core/errors.js";
-import type { DetachedLeg } from "../../pd/leg.js";
-import { sseErrorEvent } from "./errors.js";
-import { CANCELLED, COMPLETED, failedWith, type RelayEnding, type RelayOptions, type SseWatch } from "./sse-watch.js";
+import { batchReader, type BatchReader } from "../core/batch-reader.js";
+import { identityPipe } from "../core/byte-pipe.js";
+import { errorText, type GatewayError } from "../core/errors.js";
+import type { DetachedLeg } from "../pd/leg.js";
+import { CANCELLED, COMPLETED, failedWith, type RelayEnding, type StreamWatch } from "./stream-watch.js";
+
+export interface NativeRelayOptions {
+  clientSignal: AbortSignal;
+  /** Keeps work that ends after the response body (the pipe's end) in the request's life. */
+  waitUntil?(promise: Promise<unknown>): void;
+  /** The API's error event, as SSE text. */
+  errorEvent(err: GatewayError): string;
+}
 
 /** Bytes per look at the copy: a 256-token completion stream is about 55 KiB, so 4 looks. */
 export const WATCH_BATCH = 16384;
@@ -48,8 +56,8 @@ export class NativeRelay {
 
   constructor(
     private readonly leg: DetachedLeg<Uint8Array>,
-    private readonly watch: SseWatch,
-    private readonly o: RelayOptions,
+    private readonly watch: StreamWatch,
+    private readonly o: NativeRelayOptions,
   ) {}
 
   /** Starts the pipe after `first` (the frame the pipeline read); the client's body. */
@@ -148,7 +156,7 @@ export class NativeRelay {
   private async sendError(err: GatewayError, fragment: boolean): Promise<void> {
     this.finish(failedWith(err));
     const writer = this.toClient.writable.getWriter();
-    await writer.write(encoder.encode((fragment ? "\n\n" : "") + sseErrorEvent(err))).catch(() => undefined);
+    await writer.write(encoder.encode((fragment ? "\n\n" : "") + this.o.errorEvent(err))).catch(() => undefined);
     await writer.close().catch(() => undefined);
   }
 
