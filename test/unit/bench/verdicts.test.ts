@@ -99,3 +99,29 @@ describe("issue 17's other targets in the bench verdicts", () => {
     for (const id of ["bundle", "startup", "latency-vs-passthrough"]) expect(v.find((x) => x.id === id)).toMatchObject({ value: "n/a", met: undefined });
   });
 });
+
+describe("issue 30's targets in the bench verdicts", () => {
+  const withTokenizer = (cacheP50: number, engineP50: number) =>
+    ({ cpu: cases, machine: { nproc: 2 }, tokenizer: { cacheLoadMs: { p50: cacheP50, max: 0, runs: 5 }, engineLoadMs: { p50: engineP50, max: 0, runs: 5 } } }) as unknown as BenchResult;
+
+  it("reads the first chat request's added work against 150 ms from the cache and 400 ms from the engine", () => {
+    const v = verdicts(withTokenizer(27, 399));
+    expect(v.find((x) => x.id === "first-chat-cache")).toMatchObject({ value: "27 ms", met: true });
+    expect(v.find((x) => x.id === "first-chat-engine")).toMatchObject({ value: "399 ms", met: true });
+    const slow = verdicts(withTokenizer(151, 401));
+    expect(slow.find((x) => x.id === "first-chat-cache")?.met).toBe(false);
+    expect(slow.find((x) => x.id === "first-chat-engine")?.met).toBe(false);
+    expect(verdicts(run(cases)).find((x) => x.id === "first-chat-engine")).toMatchObject({ value: "n/a", met: undefined });
+  });
+
+  it("holds the default SSE relay to 1.2x and the Connect frame to 1.5x the pass-through", () => {
+    const at = (nativeUs: number, connectUs: number) =>
+      verdicts(run(cases.map((c) => (c.target !== "gateway" ? c : c.case.endsWith("native") ? kase(c.case, "gateway", nativeUs) : c.case === CONNECT ? kase(c.case, "gateway", connectUs) : c))));
+    const met = at(60, 75);
+    expect(met.find((x) => x.id === "ratio-sse-native")?.met).toBe(true);
+    expect(met.find((x) => x.id === "ratio-connect")?.met).toBe(true);
+    const missed = at(61, 76);
+    expect(missed.find((x) => x.id === "ratio-sse-native")?.met).toBe(false);
+    expect(missed.find((x) => x.id === "ratio-connect")?.met).toBe(false);
+  });
+});
