@@ -102,7 +102,7 @@ class Scanner {
     let vocab: [number, number] | undefined;
     let merges: [number, number] | undefined;
     let sawModel = false;
-    const out = { blob: new Pool(this.b.length >> 2), byteLens: new U32s(1 << 16), lens: new U32s(1 << 16), ids: new U32s(1 << 16), merges: new Pool(this.b.length >> 2), starts: new U32s(1 << 17) };
+    const out = { blob: new Pool(this.b.length >> 2), byteLens: new U32s(1 << 16), lens: new U32s(1 << 16), ids: new U32s(1 << 16), merges: new Pool(0), starts: new U32s(1 << 19) };
     this.object((key) => {
       if (key !== "model") return this.skipValue();
       if (sawModel) throw new Miss();
@@ -139,7 +139,8 @@ class Scanner {
       byteLens: out.byteLens.done(),
       lens: out.lens.done(),
       ids: out.ids.done(),
-      merges: { count, bytes: out.merges.done(), starts: starts.done() },
+      // Copied out: the pool was sized for the whole merges list, whitespace included.
+      merges: { count, bytes: out.merges.done().slice(), starts: starts.done() },
     };
   }
 
@@ -232,7 +233,7 @@ class Scanner {
   /** `{ "token": id, ... }` with non-negative integer ids. */
   private vocab(out: { blob: Pool; byteLens: U32s; lens: U32s; ids: U32s }): void {
     const b = this.b;
-    this.object0((from, end, escaped) => {
+    this.object0(() => this.vocabFast(out), (from, end, escaped) => {
       if (escaped) {
         const s = this.unescaped(from, end);
         const enc = utf8.encode(s);
@@ -260,12 +261,103 @@ class Scanner {
     });
   }
 
-  /** An object whose keys `member` reads from their spans (the value after it too). */
-  private object0(member: (from: number, end: number, escaped: boolean) => void): void {
+  /** `"token": id, ...` from `at` in one loop, as pairsFast does for the merges: up to the
+   *  closing brace (then true) or an entry it leaves to the general path (an escape: then
+   *  false, with `at` at that entry). Same checks as copyUtf8 and vocab. */
+  private vocabFast(out: { blob: Pool; byteLens: U32s; lens: U32s; ids: U32s }): boolean {
+    const b = this.b;
+    const blob = out.blob.reserve(b.length - this.at);
+    let at = this.at;
+    let p = out.blob.length;
+    for (;;) {
+      if (b[at] !== QUOTE) return this.stop(at, p, out);
+      const from = p;
+      let units = 0;
+      let need = 0;
+      let lo = 0x80;
+      let hi = 0xbf;
+      let c: number;
+      for (;;) {
+        c = b[++at]!;
+        if (c === QUOTE) break;
+        if (need === 0) {
+          if (c < 0x80) {
+            if (c < 0x20) throw new Miss();
+            if (c === BACKSLASH) return this.stop(this.entryStart(at), from, out);
+            units++;
+          } else if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+            units++;
+          } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            lo = c === 0xe0 ? 0xa0 : 0x80;
+            hi = c === 0xed ? 0x9f : 0xbf;
+            units++;
+          } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            lo = c === 0xf0 ? 0x90 : 0x80;
+            hi = c === 0xf4 ? 0x8f : 0xbf;
+            units += 2;
+          } else throw new Miss();
+        } else {
+          if (c < lo || c > hi) throw new Miss();
+          lo = 0x80;
+          hi = 0xbf;
+          need--;
+        }
+        blob[p++] = c;
+      }
+      if (need !== 0) throw new Miss();
+      c = b[++at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      if (c !== 0x3a) throw new Miss();
+      c = b[++at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      if (!(c >= 0x30 && c <= 0x39)) throw new Miss();
+      const start = at;
+      let id = 0;
+      do {
+        id = id * 10 + (c - 0x30);
+        c = b[++at]!;
+      } while (c >= 0x30 && c <= 0x39);
+      // JSON has no leading zeros; the fast form's ids are below 2^31.
+      if ((b[start] === 0x30 && at - start > 1) || id >= 2 ** 31 || c === 0x2e || c === 0x65 || c === 0x45) throw new Miss();
+      out.byteLens.push(p - from);
+      out.lens.push(units);
+      out.ids.push(id);
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      at++;
+      if (c === 0x7d) {
+        this.at = at;
+        out.blob.length = p;
+        return true;
+      }
+      if (c !== 0x2c) throw new Miss();
+      c = b[at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+    }
+  }
+
+  /** The opening quote of the string whose content holds position `at`. */
+  private entryStart(at: number): number {
+    while (this.b[at] !== QUOTE) at--;
+    return at;
+  }
+
+  private stop(at: number, p: number, out: { blob: Pool }): false {
+    this.at = at;
+    out.blob.length = p;
+    return false;
+  }
+
+  /** An object whose keys `member` reads from their spans (the value after it too); `fast`
+   *  may read entries first. */
+  private object0(fast: () => boolean, member: (from: number, end: number, escaped: boolean) => void): void {
     this.expect(0x7b);
     this.ws();
     if (this.b[this.at] === 0x7d) return void this.at++;
     for (;;) {
+      if (fast()) return;
       this.stringSpan();
       member(this.from, this.end, this.escaped);
       this.ws();
@@ -296,6 +388,7 @@ class Scanner {
     // left to it.
     const pairs = b[this.at] === 0x5b;
     for (;;) {
+      if (pairs && this.pairsFast(pool, starts)) return;
       if ((b[this.at] === 0x5b) !== pairs) throw new Miss();
       if (pairs) {
         this.at++;
@@ -324,6 +417,104 @@ class Scanner {
       if (c === 0x5d) return;
       if (c !== 0x2c) throw new Miss();
       this.ws();
+    }
+  }
+
+  /** `["a", "b"], ...` from `at` in one loop (most of the file: a call per string and per
+   *  space cost ~2x as much on a cold isolate), up to the list's closing bracket (then true)
+   *  or a merge it leaves to the general path (an escape, unusual syntax: then false, with
+   *  `at` at that merge). Same checks as copyUtf8. */
+  private pairsFast(pool: Pool, starts: U32s): boolean {
+    const b = this.b;
+    const out = pool.reserve(b.length - this.at);
+    let at = this.at;
+    let p = pool.length;
+    let sa = starts.a;
+    let sl = starts.length;
+    for (;;) {
+      const mergeAt = at;
+      const mergeP = p;
+      const mergeStarts = sl;
+      let ok = b[at] === 0x5b;
+      at++;
+      for (let k = 0; ok && k < 2; k++) {
+        let c = b[at];
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        if (k === 1) {
+          if (c !== 0x2c) {
+            ok = false;
+            break;
+          }
+          c = b[++at];
+          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        }
+        if (c !== QUOTE) {
+          ok = false;
+          break;
+        }
+        if (sl === sa.length) {
+          starts.length = sl;
+          starts.push(p);
+          sa = starts.a;
+          sl = starts.length;
+        } else sa[sl++] = p;
+        let need = 0;
+        let lo = 0x80;
+        let hi = 0xbf;
+        for (;;) {
+          c = b[++at]!;
+          if (c === QUOTE) break;
+          if (need === 0) {
+            if (c < 0x80) {
+              if (c < 0x20) throw new Miss();
+              if (c === BACKSLASH) {
+                ok = false;
+                break;
+              }
+            } else if (c >= 0xc2 && c <= 0xdf) need = 1;
+            else if (c >= 0xe0 && c <= 0xef) {
+              need = 2;
+              lo = c === 0xe0 ? 0xa0 : 0x80;
+              hi = c === 0xed ? 0x9f : 0xbf;
+            } else if (c >= 0xf0 && c <= 0xf4) {
+              need = 3;
+              lo = c === 0xf0 ? 0x90 : 0x80;
+              hi = c === 0xf4 ? 0x8f : 0xbf;
+            } else throw new Miss();
+          } else {
+            if (c < lo || c > hi) throw new Miss();
+            lo = 0x80;
+            hi = 0xbf;
+            need--;
+          }
+          out[p++] = c;
+        }
+        if (need !== 0) throw new Miss();
+        at++;
+      }
+      if (ok) {
+        let c = b[at];
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        ok = c === 0x5d;
+      }
+      if (!ok) {
+        this.at = mergeAt;
+        pool.length = mergeP;
+        starts.length = mergeStarts;
+        return false;
+      }
+      let c = b[++at];
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+      at++;
+      if (c === 0x5d) {
+        this.at = at;
+        pool.length = p;
+        starts.length = sl;
+        return true;
+      }
+      if (c !== 0x2c) throw new Miss();
+      c = b[at];
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
     }
   }
 
