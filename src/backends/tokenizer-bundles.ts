@@ -228,14 +228,15 @@ export class TokenizerBundles {
     return this.finish(req.model, source, bundle.sha256, async () => {
       const loaded = await loadTokenizerAndFastForm(bundle);
       const save = store.setFastForm?.bind(store);
+      const sha256 = bundle.sha256;
       req.waitUntil(
         new Promise((r) => setTimeout(r, 0))
           .then(() => loaded.fastForm())
           .then(async (ff) => {
             const bytes = ff && save && (await encodeFastForm(ff));
-            if (bytes) await save!(bundle.sha256, bytes);
+            if (bytes) await save!(sha256, bytes);
           })
-          .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256: bundle.sha256, error: errorText(err) }))),
+          .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256, error: errorText(err) }))),
       );
       return { tokenizer: loaded.tokenizer, files: bundle.files };
     }, maxContextLength);

@@ -112,6 +112,7 @@ export async function lazyFastForm(bundle: TokenizerBundle, scan: ScannedBpe): P
   }
   const merges = new LazyMerges(scan.merges, { blob: scan.blob, byteLens: scan.byteLens, ids, added });
   const files = otherFiles(bundle);
+  const sha256 = bundle.sha256; // not the bundle: its tokenizer.json bytes can go
   let finished: Promise<FastForm | undefined> | undefined;
   return {
     files,
@@ -122,7 +123,7 @@ export async function lazyFastForm(bundle: TokenizerBundle, scan: ScannedBpe): P
       return (finished ??= (async () => {
         for (const _ of merges.resolve()) await pause();
         const r = merges.resolved;
-        return r ? { sha256: bundle.sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges: r.merges, table: r.table } } : undefined;
+        return r ? { sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges: r.merges, table: r.table } } : undefined;
       })());
     },
   };
