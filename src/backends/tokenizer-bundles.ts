@@ -10,11 +10,11 @@
 import type { EngineConfig, TokenizerSource } from "../config/schema.js";
 import { errorText, GatewayError } from "../core/errors.js";
 import { bundleFromZip, sha256Hex, unpackVerifiedZip, verifiedZipFromChunks, type TokenizerBundle } from "../tokenizer/bundle.js";
-import { compileChatTemplate, type CompiledChatTemplate } from "../tokenizer/chat-template.js";
+import { compileChatTemplate, preloadChatTemplates, type CompiledChatTemplate } from "../tokenizer/chat-template.js";
 import { TokenizerBundleError } from "../tokenizer/errors.js";
 import { selectChatTemplate, type TemplateChoice } from "../tokenizer/template-source.js";
 import { decodeFastForm, encodeFastForm } from "../tokenizer/fast-form.js";
-import { loadTokenizerAndFastForm, loadTokenizerFromFastForm, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
+import { loadTokenizerAndFastForm, loadTokenizerFromFastForm, preloadTokenizer, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
 import { defaultBundleStore, type BundleStore } from "./tokenizer-store.js";
 import type { VllmEngineClient } from "./vllm-engine.js";
 
@@ -119,6 +119,9 @@ export class TokenizerBundles {
   }
 
   private async load(req: TokenizerRequest): Promise<ModelTokenizer> {
+    // The libraries load while the cache and the engine are asked (I/O waits).
+    preloadTokenizer();
+    preloadChatTemplates();
     if (req.override) return this.fromOverride(req, req.override);
     const store = this.store();
     const pointer = await store.pointer(req.model);

@@ -81,6 +81,17 @@ function idList(value: unknown): number[] {
   return [];
 }
 
+let library: Promise<typeof import("@huggingface/tokenizers")> | undefined;
+const tokenizersModule = () => (library ??= import("@huggingface/tokenizers"));
+
+/** Starts loading the tokenizer library (a cold isolate does it while the bundle downloads:
+ *  its evaluation is tens of milliseconds of the first request otherwise). */
+export function preloadTokenizer(): void {
+  tokenizersModule().catch(() => {
+    library = undefined; // a failure shows, and is retried, where the library is used
+  });
+}
+
 /** The tokenizer from a bundle's ZIP files. `plain` builds it with the library's own
  *  constructor (the reference the fast form is checked against); otherwise a BPE model is
  *  built from id tables (bpe-tables.ts), which is faster and gives the same ids. */
@@ -133,7 +144,7 @@ export function loadTokenizerFromFastForm(ff: FastForm): Promise<EdgeTokenizer> 
 async function build(files: ReadonlyMap<string, string>, tokenizerJson: Record<string, unknown>, vocab: BpeVocab | undefined, merges: BpeMerges | undefined): Promise<EdgeTokenizer> {
   const bundle: TokenizerBundle = { files, sha256: "", zipBytes: 0 };
   const config = bundleJson(bundle, "tokenizer_config.json") ?? {};
-  const { Tokenizer } = await import("@huggingface/tokenizers");
+  const { Tokenizer } = await tokenizersModule();
   let hf: HfTokenizer;
   let prebuilt: { table: () => MergeLookup | null; longestToken: number } | undefined;
   try {
