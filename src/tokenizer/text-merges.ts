@@ -12,7 +12,7 @@ import type { MergeTexts } from "./bpe-scan.js";
 const FNV = 0x811c9dc5;
 const PRIME = 0x01000193;
 /** Merges resolved per slice (a few milliseconds). */
-export const RESOLVE_SLICE = 16_384;
+const RESOLVE_SLICE = 16_384;
 
 /** Ranks by the pair's text, over the scanned merges (bpe-scan.ts). */
 export class TextMergeTable {
