@@ -10,11 +10,11 @@
 import type { EngineConfig, TokenizerSource } from "../config/schema.js";
 import { errorText, GatewayError } from "../core/errors.js";
 import { bundleFromZip, sha256Hex, unpackVerifiedZip, verifiedZipFromChunks, type TokenizerBundle } from "../tokenizer/bundle.js";
-import { compileChatTemplate, type CompiledChatTemplate } from "../tokenizer/chat-template.js";
+import { compileChatTemplate, preloadChatTemplates, type CompiledChatTemplate } from "../tokenizer/chat-template.js";
 import { TokenizerBundleError } from "../tokenizer/errors.js";
 import { selectChatTemplate, type TemplateChoice } from "../tokenizer/template-source.js";
 import { decodeFastForm, encodeFastForm } from "../tokenizer/fast-form.js";
-import { loadTokenizerAndFastForm, loadTokenizerFromFastForm, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
+import { loadTokenizerAndFastForm, loadTokenizerFromFastForm, preloadTokenizer, type EdgeTokenizer } from "../tokenizer/tokenizer.js";
 import { defaultBundleStore, type BundleStore } from "./tokenizer-store.js";
 import type { VllmEngineClient } from "./vllm-engine.js";
 
@@ -22,6 +22,8 @@ export const LOAD_TIMEOUT_MS = 20_000;
 const IDLE_TIMEOUT_MS = 10_000;
 const MODEL_INFO_TIMEOUT_MS = 5_000;
 const RETRY_AFTER_FAILURE_MS = 5_000;
+/** tokenizer.json stays bytes: the loader decodes only what it needs (bpe-scan.ts). */
+const RAW = { rawTokenizerJson: true } as const;
 
 export interface ModelTokenizer {
   model: string;
@@ -117,6 +119,9 @@ export class TokenizerBundles {
   }
 
   private async load(req: TokenizerRequest): Promise<ModelTokenizer> {
+    // The libraries load while the cache and the engine are asked (I/O waits).
+    preloadTokenizer();
+    preloadChatTemplates();
     if (req.override) return this.fromOverride(req, req.override);
     const store = this.store();
     const pointer = await store.pointer(req.model);
@@ -126,7 +131,7 @@ export class TokenizerBundles {
       const zip = await store.zip(req.model, pointer.sha256);
       // A cached ZIP is hashed again: the cache is not trusted more than the engine.
       if (zip && (await sha256Hex(zip)) === pointer.sha256) {
-        return this.fromZip(req, store, "cache", await unpackVerifiedZip(zip, pointer.sha256), pointer.maxContextLength);
+        return this.fromZip(req, store, "cache", await unpackVerifiedZip(zip, pointer.sha256, RAW), pointer.maxContextLength);
       }
     }
     return this.fromEngines(req, store);
@@ -148,7 +153,7 @@ export class TokenizerBundles {
         continue;
       }
       this.record(req.model, engine.name, fetched.sha256);
-      const bundle = await unpackVerifiedZip(fetched.zip, fetched.sha256);
+      const bundle = await unpackVerifiedZip(fetched.zip, fetched.sha256, RAW);
       const maxContextLength = await info;
       req.waitUntil(Promise.all([store.setZip(req.model, fetched.sha256, fetched.zip), store.setPointer(req.model, { sha256: fetched.sha256, ...(maxContextLength !== undefined ? { maxContextLength } : {}) })]));
       req.waitUntil(this.sweep(req.model, req.engines.filter((e) => e !== engine)));
@@ -165,13 +170,13 @@ export class TokenizerBundles {
       const fast = await this.fromFastForm(req.model, store, source.url, source.sha256.toLowerCase(), await info);
       if (fast) return fast;
       const zip = await store.zip(req.model, source.sha256);
-      if (zip) bundle = await bundleFromZip(zip, { expectedSha256: source.sha256 }).catch(() => undefined);
+      if (zip) bundle = await bundleFromZip(zip, { ...RAW, expectedSha256: source.sha256 }).catch(() => undefined);
     }
     if (!bundle) {
       try {
         const fetchZip = this.deps.fetchZip ?? fetchZipFromUrl;
         const zip = await fetchZip(source.url, AbortSignal.timeout(this.deps.loadTimeoutMs ?? LOAD_TIMEOUT_MS));
-        bundle = await bundleFromZip(zip, source.sha256 !== undefined ? { expectedSha256: source.sha256 } : {});
+        bundle = await bundleFromZip(zip, source.sha256 !== undefined ? { ...RAW, expectedSha256: source.sha256 } : RAW);
         req.waitUntil(store.setZip(req.model, bundle.sha256, zip));
       } catch (err) {
         throw unavailable(`Tokenizer URL ${source.url}`, err, req.model);
@@ -218,21 +223,25 @@ export class TokenizerBundles {
     return this.finish(model, source, sha256, async () => ({ tokenizer: await loadTokenizerFromFastForm(ff), files: ff.files }), maxContextLength);
   }
 
-  /** Parses an unpacked ZIP; the first isolate to do so for a sha256 stores its fast form. */
+  /** Parses an unpacked ZIP. A BPE tokenizer answers first with its merges served by their
+   *  text; after the response (waitUntil, after a turn of the event loop so the request goes
+   *  on first) its merges are resolved to ids in slices, which switches it to the id table,
+   *  and the first isolate to do so for a sha256 stores the fast form. */
   private fromZip(req: TokenizerRequest, store: BundleStore, source: string, bundle: TokenizerBundle, maxContextLength: number | undefined): Promise<ModelTokenizer> {
     return this.finish(req.model, source, bundle.sha256, async () => {
-      const { tokenizer, fastForm } = await loadTokenizerAndFastForm(bundle);
-      if (fastForm && store.setFastForm) {
-        const save = store.setFastForm.bind(store);
-        // After a turn of the event loop: the request goes on first.
-        req.waitUntil(
-          new Promise((r) => setTimeout(r, 0))
-            .then(() => encodeFastForm(fastForm))
-            .then((bytes) => bytes && save(bundle.sha256, bytes))
-            .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256: bundle.sha256, error: errorText(err) }))),
-        );
-      }
-      return { tokenizer, files: fastForm?.files ?? bundle.files };
+      const loaded = await loadTokenizerAndFastForm(bundle);
+      const save = store.setFastForm?.bind(store);
+      const sha256 = bundle.sha256;
+      req.waitUntil(
+        new Promise((r) => setTimeout(r, 0))
+          .then(() => loaded.fastForm())
+          .then(async (ff) => {
+            const bytes = ff && save && (await encodeFastForm(ff));
+            if (bytes) await save!(sha256, bytes);
+          })
+          .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256, error: errorText(err) }))),
+      );
+      return { tokenizer: loaded.tokenizer, files: bundle.files };
     }, maxContextLength);
   }
 

@@ -1,50 +1,108 @@
-// tokenizer.json read without JSON.parse of its vocabulary and merges (issue 30): they are
-// almost all of the file (10.5 of Qwen3's 10.6 MB) and, parsed, ~150k object keys and ~150k
-// two-string arrays that the fast form (fast-form.ts) only turns back into tables. Here a
-// scanner walks the document's structure, reads `model.vocab` straight into the fast form's
-// vocabulary (one joined string, lengths, ids) and `model.merges` into two string lists, and
-// JSON.parse reads the rest: the document with those two values replaced by {} and [] (a few
-// KB), so every other field means exactly what JSON.parse says. Anything the scanner does not
-// expect (a repeated key on the path, a value of another shape) is `undefined`: the caller
-// parses the whole file instead.
+// tokenizer.json read without decoding it to text and without JSON.parse of its vocabulary and
+// merges (issue 30): they are almost all of the file (Qwen3: 11.4 MB of UTF-8, of which 4 MB is
+// the vocabulary and 7.4 MB the merges, mostly indentation). A scanner walks the document's
+// structure on its UTF-8 bytes (JSON's structural characters are ASCII, and no byte of a
+// multi-byte sequence is), copies `model.vocab`'s tokens into one UTF-8 blob with their ids and
+// UTF-16 lengths, and `model.merges`' strings into one byte pool (both the `["a", "b"]` and the
+// old `"a b"` form), checking that every byte it copies is well-formed UTF-8. Only the rest is
+// decoded and JSON.parsed: the document with those two values replaced by {} and [] (a few KB),
+// so every other field means exactly what JSON.parse says. Decoding the whole file was the
+// largest part of a cold load from the engine (~150 ms in workerd, ~70-100 ms in Node).
+// Anything the scanner does not expect (a repeated key on the path, a value of another shape,
+// a token that is not well-formed, a byte that is not UTF-8) is `undefined`: the caller decodes
+// and parses the whole file instead.
 
-/** The model's vocabulary as fast-form.ts stores it: entry e is keys[e] with id ids[e]. */
+/** The model's vocabulary and merges as the scanner found them. */
 export interface ScannedBpe {
   /** tokenizer.json with model.vocab = {} and model.merges = []. */
   rest: Record<string, unknown>;
-  keys: string[];
+  /** Entry e is blob[sum(byteLens[..e]) ..][byteLens[e]] (UTF-8), with id ids[e] and
+   *  lens[e] UTF-16 units. */
+  blob: Uint8Array;
+  byteLens: Uint32Array;
+  lens: Uint32Array;
   ids: Uint32Array;
-  /** Merge `rank` is (lefts[rank], rights[rank]), read as the library reads each form. */
-  lefts: string[];
-  rights: string[];
+  merges: MergeTexts;
+}
+
+/** The merges' strings, UTF-8, one after the other: merge `rank` is left
+ *  bytes[starts[2 rank] .. starts[2 rank + 1]] and right bytes[.. starts[2 rank + 2]]. */
+export interface MergeTexts {
+  count: number;
+  bytes: Uint8Array;
+  starts: Uint32Array;
 }
 
 class Miss extends Error {}
 
-/** The document's model vocabulary and merges, or undefined (then JSON.parse it whole). */
-export function scanBpeTokenizerJson(text: string): ScannedBpe | undefined {
+/** The document's model vocabulary and merges, or undefined (then parse it whole). */
+export function scanBpeTokenizerJson(bytes: Uint8Array): ScannedBpe | undefined {
   try {
-    return new Scanner(text).document();
+    return new Scanner(bytes).document();
   } catch (err) {
-    if (err instanceof Miss || err instanceof SyntaxError) return undefined;
+    if (err instanceof Miss || err instanceof SyntaxError || err instanceof TypeError) return undefined;
     throw err;
   }
 }
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+const SPACE = 0x20;
+
+/** A growable byte buffer. */
+class Pool {
+  bytes: Uint8Array;
+  length = 0;
+  constructor(size: number) {
+    this.bytes = new Uint8Array(Math.max(64, size));
+  }
+  reserve(n: number): Uint8Array {
+    if (this.length + n > this.bytes.length) {
+      const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
+      grown.set(this.bytes.subarray(0, this.length));
+      this.bytes = grown;
+    }
+    return this.bytes;
+  }
+  done(): Uint8Array {
+    return this.bytes.subarray(0, this.length);
+  }
+}
+
+class U32s {
+  a: Uint32Array;
+  length = 0;
+  constructor(size: number) {
+    this.a = new Uint32Array(Math.max(16, size));
+  }
+  push(v: number): void {
+    if (this.length === this.a.length) {
+      const grown = new Uint32Array(this.a.length * 2);
+      grown.set(this.a);
+      this.a = grown;
+    }
+    this.a[this.length++] = v;
+  }
+  done(): Uint32Array {
+    return this.a.subarray(0, this.length);
+  }
+}
+
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const utf8 = new TextEncoder();
 
 class Scanner {
   private at = 0;
-  /** Next backslash at or after `at` (or the text's length): strings before it have no escape. */
+  /** Next backslash at or after `at` (or the length): strings before it have no escape. */
   private nextEscape = -1;
 
-  constructor(private readonly s: string) {}
+  constructor(private readonly b: Uint8Array) {}
 
   document(): ScannedBpe {
-    let vocab: [number, number, string[], Uint32Array] | undefined;
-    let merges: [number, number, string[], string[]] | undefined;
+    let vocab: [number, number] | undefined;
+    let merges: [number, number] | undefined;
     let sawModel = false;
+    const out = { blob: new Pool(this.b.length >> 2), byteLens: new U32s(1 << 16), lens: new U32s(1 << 16), ids: new U32s(1 << 16), merges: new Pool(0), starts: new U32s(1 << 19) };
     this.object((key) => {
       if (key !== "model") return this.skipValue();
       if (sawModel) throw new Miss();
@@ -53,36 +111,50 @@ class Scanner {
         if (mkey === "vocab") {
           if (vocab) throw new Miss();
           const from = this.at;
-          const [keys, ids] = this.vocab();
-          vocab = [from, this.at, keys, ids];
+          this.vocab(out);
+          vocab = [from, this.at];
         } else if (mkey === "merges") {
           if (merges) throw new Miss();
           const from = this.at;
-          const [lefts, rights] = this.merges();
-          merges = [from, this.at, lefts, rights];
+          this.merges(out.merges, out.starts);
+          merges = [from, this.at];
         } else this.skipValue();
       });
     });
     this.ws();
-    if (this.at !== this.s.length || !vocab || !merges) throw new Miss();
-    const [v0, v1, keys, ids] = vocab;
-    const [m0, m1, lefts, rights] = merges;
-    const cut = v0 < m0 ? [[v0, v1, "{}"], [m0, m1, "[]"]] as const : [[m0, m1, "[]"], [v0, v1, "{}"]] as const;
-    const restText = this.s.slice(0, cut[0][0]) + cut[0][2] + this.s.slice(cut[0][1], cut[1][0]) + cut[1][2] + this.s.slice(cut[1][1]);
+    if (this.at !== this.b.length || !vocab || !merges) throw new Miss();
+    const [v0, v1] = vocab;
+    const [m0, m1] = merges;
+    const cut = v0 < m0 ? ([[v0, v1, "{}"], [m0, m1, "[]"]] as const) : ([[m0, m1, "[]"], [v0, v1, "{}"]] as const);
+    const piece = (from: number, to: number) => strict.decode(this.b.subarray(from, to));
+    const restText = piece(0, cut[0][0]) + cut[0][2] + piece(cut[0][1], cut[1][0]) + cut[1][2] + piece(cut[1][1], this.b.length);
     const rest = JSON.parse(restText) as unknown;
     if (typeof rest !== "object" || rest === null || Array.isArray(rest)) throw new Miss();
-    return { rest: rest as Record<string, unknown>, keys, ids, lefts, rights };
+    const starts = out.starts;
+    const count = starts.length >> 1;
+    starts.push(out.merges.length);
+    return {
+      rest: rest as Record<string, unknown>,
+      blob: out.blob.done(),
+      byteLens: out.byteLens.done(),
+      lens: out.lens.done(),
+      ids: out.ids.done(),
+      // Copied out: the pool was sized for the whole merges list, whitespace included.
+      merges: { count, bytes: out.merges.done().slice(), starts: starts.done() },
+    };
   }
 
   private ws(): void {
-    const s = this.s;
-    let c = s.charCodeAt(this.at);
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = s.charCodeAt(++this.at);
+    const b = this.b;
+    let at = this.at;
+    let c = b[at];
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+    this.at = at;
   }
 
   private expect(code: number): void {
     this.ws();
-    if (this.s.charCodeAt(this.at) !== code) throw new Miss();
+    if (this.b[this.at] !== code) throw new Miss();
     this.at++;
   }
 
@@ -90,117 +162,371 @@ class Scanner {
   private object(member: (key: string) => void): void {
     this.expect(0x7b);
     this.ws();
-    if (this.s.charCodeAt(this.at) === 0x7d) return void this.at++;
+    if (this.b[this.at] === 0x7d) return void this.at++;
     for (;;) {
-      const key = this.string();
+      const key = this.key();
       this.expect(0x3a);
       this.ws();
       member(key);
       this.ws();
-      const c = this.s.charCodeAt(this.at++);
+      const c = this.b[this.at++];
       if (c === 0x7d) return;
       if (c !== 0x2c) throw new Miss();
       this.ws();
     }
   }
 
-  /** A JSON string at `at` (after whitespace), unescaped. */
-  private string(): string {
-    const s = this.s;
-    if (s.charCodeAt(this.at) !== QUOTE) throw new Miss();
+  /** The last string's content span and whether it has an escape (stringSpan). */
+  private from = 0;
+  private end = 0;
+  private escaped = false;
+
+  /** The string at `at` (a quote): its content is [from, end), with an escape or not; `at`
+   *  moves past its closing quote. */
+  private stringSpan(): void {
+    const b = this.b;
+    if (b[this.at] !== QUOTE) throw new Miss();
     const from = this.at + 1;
-    const end = s.indexOf('"', from);
+    const end = b.indexOf(QUOTE, from);
     if (end < 0) throw new Miss();
     if (this.nextEscape < from) {
-      this.nextEscape = s.indexOf("\\", from);
-      if (this.nextEscape < 0) this.nextEscape = s.length;
+      this.nextEscape = b.indexOf(BACKSLASH, from);
+      if (this.nextEscape < 0) this.nextEscape = b.length;
     }
+    this.from = from;
     if (this.nextEscape > end) {
       this.at = end + 1;
-      return s.slice(from, end);
+      this.end = end;
+      this.escaped = false;
+      return;
     }
-    // An escape: find the real end (a quote after an even run of backslashes), then JSON.parse.
+    // An escape: the real end is a quote after an even run of backslashes.
     let i = from;
     for (;;) {
-      const c = s.charCodeAt(i);
+      const c = b[i];
       if (c === BACKSLASH) i += 2;
       else if (c === QUOTE) break;
-      else if (Number.isNaN(c)) throw new Miss();
+      else if (c === undefined) throw new Miss();
       else i++;
     }
     this.at = i + 1;
-    return JSON.parse(s.slice(from - 1, i + 1)) as string;
+    this.end = i;
+    this.escaped = true;
+  }
+
+  /** The string at `at`, as JSON.parse reads it (a key on the path, or an escaped token). */
+  private key(): string {
+    this.stringSpan();
+    const { from, end, escaped } = this;
+    const raw = strict.decode(this.b.subarray(from, end));
+    return escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
+  }
+
+  /** An escaped token or merge string: unescaped, and refused when not well-formed UTF-16
+   *  (a lone surrogate has no UTF-8, so the tables could not hold it). */
+  private unescaped(from: number, end: number): string {
+    const s = JSON.parse(`"${strict.decode(this.b.subarray(from, end))}"`) as string;
+    if (/\p{Cs}/u.test(s)) throw new Miss();
+    return s;
   }
 
   /** `{ "token": id, ... }` with non-negative integer ids. */
-  private vocab(): [string[], Uint32Array] {
-    const keys: string[] = [];
-    let ids = new Uint32Array(1 << 16);
-    const s = this.s;
-    this.object((key) => {
+  private vocab(out: { blob: Pool; byteLens: U32s; lens: U32s; ids: U32s }): void {
+    const b = this.b;
+    this.object0(() => this.vocabFast(out), (from, end, escaped) => {
+      if (escaped) {
+        const s = this.unescaped(from, end);
+        const enc = utf8.encode(s);
+        out.blob.reserve(enc.length).set(enc, out.blob.length);
+        out.blob.length += enc.length;
+        out.byteLens.push(enc.length);
+        out.lens.push(s.length);
+      } else {
+        out.byteLens.push(end - from);
+        out.lens.push(copyUtf8(b, from, end, out.blob));
+      }
+      this.expect(0x3a);
+      this.ws();
       let id = 0;
-      let c = s.charCodeAt(this.at);
-      if (c < 0x30 || c > 0x39) throw new Miss();
+      let c = b[this.at]!;
+      if (!(c >= 0x30 && c <= 0x39)) throw new Miss();
       const start = this.at;
       do {
         id = id * 10 + (c - 0x30);
-        c = s.charCodeAt(++this.at);
+        c = b[++this.at]!;
       } while (c >= 0x30 && c <= 0x39);
       // JSON has no leading zeros; the fast form's ids are below 2^31.
-      if ((s.charCodeAt(start) === 0x30 && this.at - start > 1) || id >= 2 ** 31 || c === 0x2e || c === 0x65 || c === 0x45) throw new Miss();
-      if (keys.length === ids.length) {
-        const grown = new Uint32Array(ids.length * 2);
-        grown.set(ids);
-        ids = grown;
-      }
-      ids[keys.length] = id;
-      keys.push(key);
+      if ((b[start] === 0x30 && this.at - start > 1) || id >= 2 ** 31 || c === 0x2e || c === 0x65 || c === 0x45) throw new Miss();
+      out.ids.push(id);
     });
-    return [keys, ids.slice(0, keys.length)];
   }
 
-  /** `[["a", "b"], ...]` or `["a b", ...]` (split as the library does: split(" ", 2)). */
-  private merges(): [string[], string[]] {
-    const lefts: string[] = [];
-    const rights: string[] = [];
-    this.expect(0x5b);
-    this.ws();
-    if (this.s.charCodeAt(this.at) === 0x5d) {
-      this.at++;
-      return [lefts, rights];
-    }
+  /** `"token": id, ...` from `at` in one loop, as pairsFast does for the merges: up to the
+   *  closing brace (then true) or an entry it leaves to the general path (an escape: then
+   *  false, with `at` at that entry). Same checks as copyUtf8 and vocab. */
+  private vocabFast(out: { blob: Pool; byteLens: U32s; lens: U32s; ids: U32s }): boolean {
+    const b = this.b;
+    const blob = out.blob.reserve(b.length - this.at);
+    let at = this.at;
+    let p = out.blob.length;
     for (;;) {
-      if (this.s.charCodeAt(this.at) === 0x5b) {
-        this.at++;
-        this.ws();
-        lefts.push(this.string());
-        this.expect(0x2c);
-        this.ws();
-        rights.push(this.string());
-        this.expect(0x5d);
-      } else {
-        const [a, b] = this.string().split(" ", 2);
-        if (b === undefined) throw new Miss();
-        lefts.push(a!);
-        rights.push(b);
+      if (b[at] !== QUOTE) return this.stop(at, p, out);
+      const from = p;
+      let units = 0;
+      let need = 0;
+      let lo = 0x80;
+      let hi = 0xbf;
+      let c: number;
+      for (;;) {
+        c = b[++at]!;
+        if (c === QUOTE) break;
+        if (need === 0) {
+          if (c < 0x80) {
+            if (c < 0x20) throw new Miss();
+            if (c === BACKSLASH) return this.stop(this.entryStart(at), from, out);
+            units++;
+          } else if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+            units++;
+          } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            lo = c === 0xe0 ? 0xa0 : 0x80;
+            hi = c === 0xed ? 0x9f : 0xbf;
+            units++;
+          } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            lo = c === 0xf0 ? 0x90 : 0x80;
+            hi = c === 0xf4 ? 0x8f : 0xbf;
+            units += 2;
+          } else throw new Miss();
+        } else {
+          if (c < lo || c > hi) throw new Miss();
+          lo = 0x80;
+          hi = 0xbf;
+          need--;
+        }
+        blob[p++] = c;
       }
+      if (need !== 0) throw new Miss();
+      c = b[++at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      if (c !== 0x3a) throw new Miss();
+      c = b[++at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      if (!(c >= 0x30 && c <= 0x39)) throw new Miss();
+      const start = at;
+      let id = 0;
+      do {
+        id = id * 10 + (c - 0x30);
+        c = b[++at]!;
+      } while (c >= 0x30 && c <= 0x39);
+      // JSON has no leading zeros; the fast form's ids are below 2^31.
+      if ((b[start] === 0x30 && at - start > 1) || id >= 2 ** 31 || c === 0x2e || c === 0x65 || c === 0x45) throw new Miss();
+      out.byteLens.push(p - from);
+      out.lens.push(units);
+      out.ids.push(id);
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+      at++;
+      if (c === 0x7d) {
+        this.at = at;
+        out.blob.length = p;
+        return true;
+      }
+      if (c !== 0x2c) throw new Miss();
+      c = b[at]!;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
+    }
+  }
+
+  /** The opening quote of the string whose content holds position `at`. */
+  private entryStart(at: number): number {
+    while (this.b[at] !== QUOTE) at--;
+    return at;
+  }
+
+  private stop(at: number, p: number, out: { blob: Pool }): false {
+    this.at = at;
+    out.blob.length = p;
+    return false;
+  }
+
+  /** An object whose keys `member` reads from their spans (the value after it too); `fast`
+   *  may read entries first. */
+  private object0(fast: () => boolean, member: (from: number, end: number, escaped: boolean) => void): void {
+    this.expect(0x7b);
+    this.ws();
+    if (this.b[this.at] === 0x7d) return void this.at++;
+    for (;;) {
+      if (fast()) return;
+      this.stringSpan();
+      member(this.from, this.end, this.escaped);
       this.ws();
-      const c = this.s.charCodeAt(this.at++);
-      if (c === 0x5d) return [lefts, rights];
+      const c = this.b[this.at++];
+      if (c === 0x7d) return;
       if (c !== 0x2c) throw new Miss();
       this.ws();
     }
   }
 
+  /** `[["a", "b"], ...]` or `["a b", ...]` (split as the library does: split(" ", 2)). */
+  private merges(pool: Pool, starts: U32s): void {
+    const b = this.b;
+    const str = () => {
+      this.stringSpan();
+      starts.push(pool.length);
+      if (!this.escaped) copyUtf8(b, this.from, this.end, pool);
+      else {
+        const enc = utf8.encode(this.unescaped(this.from, this.end));
+        pool.reserve(enc.length).set(enc, pool.length);
+        pool.length += enc.length;
+      }
+    };
+    this.expect(0x5b);
+    this.ws();
+    if (b[this.at] === 0x5d) return void this.at++;
+    // The library reads every merge in the form of the first one; a list that mixes them is
+    // left to it.
+    const pairs = b[this.at] === 0x5b;
+    for (;;) {
+      if (pairs && this.pairsFast(pool, starts)) return;
+      if ((b[this.at] === 0x5b) !== pairs) throw new Miss();
+      if (pairs) {
+        this.at++;
+        this.ws();
+        str();
+        this.expect(0x2c);
+        this.ws();
+        str();
+        this.expect(0x5d);
+      } else {
+        // "a b": the left string up to the first space, the right one up to the next space.
+        const left = pool.length;
+        str();
+        const bytes = pool.bytes;
+        let space = left;
+        while (space < pool.length && bytes[space] !== SPACE) space++;
+        if (space === pool.length) throw new Miss();
+        let second = space + 1;
+        while (second < pool.length && bytes[second] !== SPACE) second++;
+        bytes.copyWithin(space, space + 1, second);
+        pool.length = second - 1;
+        starts.push(space);
+      }
+      this.ws();
+      const c = b[this.at++];
+      if (c === 0x5d) return;
+      if (c !== 0x2c) throw new Miss();
+      this.ws();
+    }
+  }
+
+  /** `["a", "b"], ...` from `at` in one loop (most of the file: a call per string and per
+   *  space cost ~2x as much on a cold isolate), up to the list's closing bracket (then true)
+   *  or a merge it leaves to the general path (an escape, unusual syntax: then false, with
+   *  `at` at that merge). Same checks as copyUtf8. */
+  private pairsFast(pool: Pool, starts: U32s): boolean {
+    const b = this.b;
+    const out = pool.reserve(b.length - this.at);
+    let at = this.at;
+    let p = pool.length;
+    let sa = starts.a;
+    let sl = starts.length;
+    for (;;) {
+      const mergeAt = at;
+      const mergeP = p;
+      const mergeStarts = sl;
+      let ok = b[at] === 0x5b;
+      at++;
+      for (let k = 0; ok && k < 2; k++) {
+        let c = b[at];
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        if (k === 1) {
+          if (c !== 0x2c) {
+            ok = false;
+            break;
+          }
+          c = b[++at];
+          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        }
+        if (c !== QUOTE) {
+          ok = false;
+          break;
+        }
+        if (sl === sa.length) {
+          starts.length = sl;
+          starts.push(p);
+          sa = starts.a;
+          sl = starts.length;
+        } else sa[sl++] = p;
+        let need = 0;
+        let lo = 0x80;
+        let hi = 0xbf;
+        for (;;) {
+          c = b[++at]!;
+          if (c === QUOTE) break;
+          if (need === 0) {
+            if (c < 0x80) {
+              if (c < 0x20) throw new Miss();
+              if (c === BACKSLASH) {
+                ok = false;
+                break;
+              }
+            } else if (c >= 0xc2 && c <= 0xdf) need = 1;
+            else if (c >= 0xe0 && c <= 0xef) {
+              need = 2;
+              lo = c === 0xe0 ? 0xa0 : 0x80;
+              hi = c === 0xed ? 0x9f : 0xbf;
+            } else if (c >= 0xf0 && c <= 0xf4) {
+              need = 3;
+              lo = c === 0xf0 ? 0x90 : 0x80;
+              hi = c === 0xf4 ? 0x8f : 0xbf;
+            } else throw new Miss();
+          } else {
+            if (c < lo || c > hi) throw new Miss();
+            lo = 0x80;
+            hi = 0xbf;
+            need--;
+          }
+          out[p++] = c;
+        }
+        if (need !== 0) throw new Miss();
+        at++;
+      }
+      if (ok) {
+        let c = b[at];
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+        ok = c === 0x5d;
+      }
+      if (!ok) {
+        this.at = mergeAt;
+        pool.length = mergeP;
+        starts.length = mergeStarts;
+        return false;
+      }
+      let c = b[++at];
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+      at++;
+      if (c === 0x5d) {
+        this.at = at;
+        pool.length = p;
+        starts.length = sl;
+        return true;
+      }
+      if (c !== 0x2c) throw new Miss();
+      c = b[at];
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at];
+    }
+  }
+
   /** Any JSON value, unread (JSON.parse of the rest checks its syntax). */
   private skipValue(): void {
-    const s = this.s;
+    const b = this.b;
     let depth = 0;
     for (;;) {
-      const c = s.charCodeAt(this.at);
-      if (Number.isNaN(c)) throw new Miss();
+      const c = b[this.at];
+      if (c === undefined) throw new Miss();
       if (c === QUOTE) {
-        this.string();
+        this.stringSpan();
         if (depth === 0) return;
         continue;
       }
@@ -213,4 +539,46 @@ class Scanner {
       this.at++;
     }
   }
+}
+
+/** Copies the string content b[from, end) (no escapes) into `pool`, refusing a control
+ *  character or a byte that is not well-formed UTF-8; returns its length in UTF-16 units. */
+function copyUtf8(b: Uint8Array, from: number, end: number, pool: Pool): number {
+  const out = pool.reserve(end - from);
+  let p = pool.length;
+  let units = 0;
+  let need = 0;
+  let lo = 0x80;
+  let hi = 0xbf;
+  for (let i = from; i < end; i++) {
+    const c = b[i]!;
+    out[p++] = c;
+    if (need === 0) {
+      if (c < 0x80) {
+        if (c < 0x20) throw new Miss();
+        units++;
+      } else if (c >= 0xc2 && c <= 0xdf) {
+        need = 1;
+        units++;
+      } else if (c >= 0xe0 && c <= 0xef) {
+        need = 2;
+        lo = c === 0xe0 ? 0xa0 : 0x80;
+        hi = c === 0xed ? 0x9f : 0xbf;
+        units++;
+      } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3;
+        lo = c === 0xf0 ? 0x90 : 0x80;
+        hi = c === 0xf4 ? 0x8f : 0xbf;
+        units += 2;
+      } else throw new Miss();
+    } else {
+      if (c < lo || c > hi) throw new Miss();
+      lo = 0x80;
+      hi = 0xbf;
+      need--;
+    }
+  }
+  if (need !== 0) throw new Miss();
+  pool.length = p;
+  return units;
 }

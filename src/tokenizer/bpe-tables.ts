@@ -2,12 +2,25 @@
 // own constructor, which spends most of a cold load on a Map of the vocabulary and a Map keyed
 // by JSON.stringify of each of ~150k merges. The model is constructed with an empty vocabulary
 // and no merges, then given a vocabulary looked up in place (vocab-index.ts), an id -> token
-// array filled on access, and a merge lookup by id pair (IdMergeTable). Its `bpe` loop is
-// unchanged: the same pairs get the same ranks, so the same ids (fast-form.ts refuses models
-// where that would not hold; the fast-form suite checks it against the library's own path).
+// array filled on access, and a merge lookup by id pair (IdMergeTable), or, for a tokenizer
+// just read from a ZIP, by the pair's text until the merges are resolved to ids
+// (text-merges.ts). Its `bpe` loop is unchanged: the same pairs get the same ranks, so the
+// same ids (fast-form.ts refuses models where that would not hold; the fast-form suite checks
+// it against the library's own path).
 import { IdMergeTable, type MergeLookup } from "./bpe-merge.js";
-import type { BpeTables } from "./fast-form.js";
+import type { LazyMerges } from "./text-merges.js";
 import { VocabIndex } from "./vocab-index.js";
+
+/** The vocabulary as fast-form.ts keeps it. */
+export interface BpeVocab {
+  blob: string;
+  lens: Uint32Array;
+  ids: Uint32Array;
+}
+
+/** The merges: id triples in rank order (with their table when already built), or merges
+ *  still to be resolved. */
+export type BpeMerges = { merges: Uint32Array; table?: IdMergeTable | undefined } | { lazy: LazyMerges };
 
 interface QueueNode {
   token: string;
@@ -25,40 +38,54 @@ export interface LibBpeModel {
   add_node(queue: { push(node: QueueNode): void }, node: QueueNode): void;
 }
 
-/** Installs `bpe` into a model the library built with an empty vocabulary; `added` are the
- *  tokenizer's added tokens, overlaid as the library's Tokenizer does. Returns what
- *  EncodeSteps needs: the merge table (built on first use) and the longest model token. */
-export function installBpe(model: LibBpeModel, bpe: BpeTables, added: readonly { content: string; id: number }[]): { table: () => MergeLookup; longestToken: number } {
-  const index = new VocabIndex(bpe.blob, bpe.lens, bpe.ids);
+/** Installs the tables into a model the library built with an empty vocabulary; `added`
+ *  are the tokenizer's added tokens, overlaid as the library's Tokenizer does. Returns what
+ *  EncodeSteps needs: the id merge table (built on first use; null when the merges cannot be
+ *  resolved to ids) and the longest model token. */
+export function installBpe(model: LibBpeModel, vocab: BpeVocab, merges: BpeMerges, added: readonly { content: string; id: number }[]): { table: () => MergeLookup | null; longestToken: number } {
+  const index = new VocabIndex(vocab.blob, vocab.lens, vocab.ids);
   // The library reads unk_token_id before it overlays the added tokens.
   const unk = index.get(model.unk_token as string);
-  const vocab = vocabById(index, bpe.ids);
+  const byId = vocabById(index, vocab.ids);
   const addedText = new Set<string>();
   for (const a of added) {
     index.set(a.content, a.id);
-    vocab[a.id] = a.content;
+    byId[a.id] = a.content;
     addedText.add(a.content);
   }
   model.tokens_to_ids = index as unknown as Map<string, number>;
-  model.vocab = vocab;
+  model.vocab = byId;
   model.unk_token_id = unk;
+  const lazy = "lazy" in merges ? merges.lazy : undefined;
   let table: IdMergeTable | undefined;
-  // Built with the fast form when the ZIP was just parsed; else on first use.
-  const tableOf = () => (table ??= bpe.table ?? new IdMergeTable(bpe.merges));
+  const idTable = (): IdMergeTable | undefined => {
+    if (table) return table;
+    if (!lazy) return (table = ("merges" in merges && merges.table) || new IdMergeTable((merges as { merges: Uint32Array }).merges));
+    return (table = lazy.resolved?.table);
+  };
   model.add_node = (queue, node) => {
     if (!node.next) return;
-    const left = index.get(node.token);
-    const right = index.get(node.next.token);
-    if (left === undefined || right === undefined) return;
-    const rank = tableOf().rank(left, right);
+    let rank: number;
+    const t = table ?? idTable();
+    if (t) {
+      const left = index.get(node.token);
+      const right = index.get(node.next.token);
+      if (left === undefined || right === undefined) return;
+      rank = t.rank(left, right);
+    } else rank = lazy!.text!.rank(node.token, node.next.token);
     if (rank >= 0) {
       node.score = rank + node.bias;
       queue.push(node);
     }
   };
+  // A long run (WordMerge) needs the id table: resolved now if the background work has not.
+  const tableOf = () => {
+    lazy?.resolveNow();
+    return idTable() ?? null;
+  };
   // EncodeSteps' bound: the longest model token that is not an added token.
   let longestToken = 0;
-  for (let e = 0; e < bpe.lens.length; e++) if (bpe.lens[e]! > longestToken && !addedText.has(index.text(e))) longestToken = bpe.lens[e]!;
+  for (let e = 0; e < vocab.lens.length; e++) if (vocab.lens[e]! > longestToken && !addedText.has(index.text(e))) longestToken = vocab.lens[e]!;
   return { table: tableOf, longestToken };
 }
 

@@ -22,6 +22,8 @@ const WANTED = new Set([
 ]);
 
 export interface BundleLimits {
+  /** Keep tokenizer.json as bytes (`tokenizerJsonBytes`), checked and decoded by the loader. */
+  rawTokenizerJson?: boolean;
   /** Cap on the ZIP as streamed (default 64 MiB). */
   maxZipBytes?: number;
   /** Cap on the sum of the unpacked files we keep (default 96 MiB; a ZIP bomb guard). */
@@ -37,7 +39,11 @@ export interface FetchBundleOptions extends BundleLimits {
 
 /** File name (basename) -> UTF-8 text. */
 export interface TokenizerBundle {
+  /** Every wanted file, but tokenizer.json when it is kept as bytes (`tokenizerJsonBytes`). */
   files: ReadonlyMap<string, string>;
+  /** tokenizer.json undecoded (unpacked with `rawTokenizerJson`): the tokenizer reads it
+   *  without decoding most of it (bpe-scan.ts). */
+  tokenizerJsonBytes?: Uint8Array;
   /** Hex sha256 of the ZIP: the cache key across isolates. */
   sha256: string;
   zipBytes: number;
@@ -180,16 +186,21 @@ async function unpack(zip: Uint8Array, sha256: string, limits: BundleLimits): Pr
     throw new TokenizerBundleError("not_a_zip", `not a readable ZIP (${(err as Error)?.message ?? String(err)})`, { cause: err });
   }
   const files = new Map<string, string>();
+  let tokenizerJsonBytes: Uint8Array | undefined;
   for (const [path, bytes] of raw) {
     const name = path.startsWith("additional_chat_templates/") ? path : baseName(path);
+    if (limits.rawTokenizerJson && name === "tokenizer.json") {
+      tokenizerJsonBytes = bytes;
+      continue;
+    }
     const text = await decodeUtf8(bytes);
     if (text === undefined) throw new TokenizerBundleError("invalid_file", `${name} is not valid UTF-8`);
     files.set(name, text);
   }
-  if (!files.has("tokenizer.json")) {
+  if (!files.has("tokenizer.json") && !tokenizerJsonBytes) {
     throw new TokenizerBundleError("missing_tokenizer_json", "the bundle has no tokenizer.json (only tokenizer.json bundles are supported at the edge)");
   }
-  return { files, sha256, zipBytes: zip.byteLength };
+  return { files, sha256, zipBytes: zip.byteLength, ...(tokenizerJsonBytes ? { tokenizerJsonBytes } : {}) };
 }
 
 /** Parses a JSON file of the bundle, naming the file when it is malformed; undefined if absent. */

@@ -35,6 +35,11 @@ interface Runtime {
 
 let runtime: Promise<Runtime> | undefined;
 
+/** Starts loading the template runtime (a cold isolate does it while the bundle downloads). */
+export function preloadChatTemplates(): void {
+  loadRuntime().catch(() => undefined); // a failure shows where the runtime is used
+}
+
 /** Loads @huggingface/jinja on first use and recovers its (unexported) value classes from a
  *  probe environment, so we can build values the library's converter cannot (Maps in order,
  *  numbers that print as Python prints them, functions that see raw runtime arguments). */

@@ -86,12 +86,13 @@ export class EncodeSteps {
   /** The most UTF-8 bytes of normalized text one token covers (prompt-bound.ts). */
   readonly maxTokenBytes: number;
 
-  /** `prebuilt`: the merge table and longest model token when the model was built from id
-   *  tables (bpe-tables.ts), whose vocabulary is not walked here. */
+  /** `prebuilt`: the merge table (null when the merges have no id table) and longest model
+   *  token when the model was built from tables (bpe-tables.ts), whose vocabulary is not
+   *  walked here. */
   constructor(
     private readonly hf: HfParts,
     json: TokenizerJsonShape,
-    private readonly prebuilt?: { table: () => MergeLookup; longestToken: number },
+    private readonly prebuilt?: { table: () => MergeLookup | null; longestToken: number },
   ) {
     this.added = hf.added_tokens_map;
     this.model = hf.model;

@@ -13,6 +13,7 @@
 import { IdMergeTable } from "./bpe-merge.js";
 import type { ScannedBpe } from "./bpe-scan.js";
 import type { TokenizerBundle } from "./bundle.js";
+import { LazyMerges } from "./text-merges.js";
 import { decodeUtf8 } from "./utf8.js";
 import { VocabIndex } from "./vocab-index.js";
 
@@ -73,33 +74,105 @@ export function fastFormOf(bundle: TokenizerBundle, tokenizerJson: Record<string
     lefts.push(a);
     rights.push(b);
   }
-  return fastFormFromScan(bundle, { rest: { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } }, keys, ids, lefts, rights });
-}
-
-/** The fast form from tokenizer.json read by bpe-scan.ts (no JSON.parse of the vocabulary). */
-export function fastFormFromScan(bundle: TokenizerBundle, scan: ScannedBpe): FastForm | undefined {
-  const { keys, ids } = scan;
-  if ((scan.rest.model as { type?: unknown } | undefined)?.type !== "BPE") return undefined;
+  const rest = { ...tokenizerJson, model: { ...model, vocab: {}, merges: [] } };
   const lens = new Uint32Array(keys.length);
   for (let i = 0; i < keys.length; i++) lens[i] = keys[i]!.length;
   const blob = keys.join("");
-  // The library overlays added tokens on the vocabulary; merges resolve against that overlay.
-  const idOf = new VocabIndex(blob, lens, ids);
-  // A token listed twice means what JSON.parse keeps (the last); the tables would keep both.
-  if (idOf.repeats) return undefined;
-  const usedIds = new Set<number>(ids);
-  if (usedIds.size !== ids.length) return undefined;
+  const idOf = vocabOverlay(rest, blob, lens, ids);
+  if (!idOf) return undefined;
+  const merged = mergeIds(lefts, rights, idOf);
+  if (!merged) return undefined;
+  return { sha256: bundle.sha256, files: otherFiles(bundle), tokenizerJson: rest, bpe: { blob, lens, ids, merges: merged.merges, table: merged.table } };
+}
+
+/** A tokenizer.json read by bpe-scan.ts, before its merges are resolved to ids: what the
+ *  first request needs (the vocabulary, the merges by text), and the way to the fast form. */
+export interface LazyFastForm {
+  files: ReadonlyMap<string, string>;
+  tokenizerJson: Record<string, unknown>;
+  vocab: { blob: string; lens: Uint32Array; ids: Uint32Array };
+  merges: LazyMerges;
+  /** Resolves the merges to ids (in slices, `pause` between them), which switches the
+   *  tokenizer built over `merges` to the id table; then the fast form, or undefined when the
+   *  merges cannot be resolved (no fast form: the text table keeps serving). Once. */
+  finish(pause?: () => Promise<unknown>): Promise<FastForm | undefined>;
+}
+
+/** The scanned tokenizer.json as a LazyFastForm; undefined when the vocabulary has no fast
+ *  form (then the caller parses the whole file). */
+export async function lazyFastForm(bundle: TokenizerBundle, scan: ScannedBpe): Promise<LazyFastForm | undefined> {
+  if ((scan.rest.model as { type?: unknown } | undefined)?.type !== "BPE") return undefined;
+  const blob = await decodeUtf8(scan.blob);
+  if (blob === undefined) return undefined;
+  const { lens, ids } = scan;
+  if (!vocabOverlay(scan.rest, blob, lens, ids)) return undefined;
+  const added: { content: string; id: number }[] = [];
   for (const a of (scan.rest.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
+    if (typeof a.content === "string" && typeof a.id === "number") added.push({ content: a.content, id: a.id });
+  }
+  const merges = new LazyMerges(scan.merges, { blob: scan.blob, byteLens: scan.byteLens, ids, added });
+  const files = otherFiles(bundle);
+  const sha256 = bundle.sha256; // not the bundle: its tokenizer.json bytes can go
+  let finished: Promise<FastForm | undefined> | undefined;
+  return {
+    files,
+    tokenizerJson: scan.rest,
+    vocab: { blob, lens, ids },
+    merges,
+    finish(pause = () => new Promise((r) => setTimeout(r, 0))) {
+      return (finished ??= (async () => {
+        for (const _ of merges.resolve()) await pause();
+        const r = merges.resolved;
+        return r ? { sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges: r.merges, table: r.table } } : undefined;
+      })());
+    },
+  };
+}
+
+/** The vocabulary's index with the added tokens overlaid as the library overlays them (merges
+ *  resolve against that overlay); undefined when the tables could not mean what the library
+ *  does: a token listed twice (JSON.parse keeps the last id; the tables would keep both), two
+ *  tokens on one id, or an added token on the id of another string. */
+function vocabOverlay(rest: Record<string, unknown>, blob: string, lens: Uint32Array, ids: Uint32Array): VocabIndex | undefined {
+  const idOf = new VocabIndex(blob, lens, ids);
+  if (idOf.repeats) return undefined;
+  const used = new IdSet(ids);
+  if (used.repeats) return undefined;
+  for (const a of (rest.added_tokens as { content?: unknown; id?: unknown }[] | undefined) ?? []) {
     if (typeof a.content !== "string" || typeof a.id !== "number") continue;
     // Two strings on one id would share its merges by id but not by string.
-    if (idOf.get(a.content) !== a.id && usedIds.has(a.id)) return undefined;
+    if (idOf.get(a.content) !== a.id && used.has(a.id)) return undefined;
     idOf.set(a.content, a.id);
-    usedIds.add(a.id);
+    used.add(a.id);
   }
-  const merged = mergeIds(scan.lefts, scan.rights, idOf);
-  if (!merged) return undefined;
-  const files = new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
-  return { sha256: bundle.sha256, files, tokenizerJson: scan.rest, bpe: { blob, lens, ids, merges: merged.merges, table: merged.table } };
+  return idOf;
+}
+
+/** A set of ids (a bitmap: a Set of 151k numbers took ~50 ms of a cold load). */
+class IdSet {
+  private readonly bits: Uint8Array;
+  private readonly big = new Set<number>();
+  readonly repeats: boolean = false;
+  constructor(ids: Uint32Array) {
+    let max = 0;
+    for (let i = 0; i < ids.length; i++) if (ids[i]! > max) max = ids[i]!;
+    this.bits = new Uint8Array(Math.min(max, 1 << 24) + 1);
+    for (let i = 0; i < ids.length; i++) {
+      if (this.has(ids[i]!)) this.repeats = true;
+      this.add(ids[i]!);
+    }
+  }
+  has(id: number): boolean {
+    return id < this.bits.length ? this.bits[id] === 1 : this.big.has(id);
+  }
+  add(id: number): void {
+    if (id < this.bits.length) this.bits[id] = 1;
+    else this.big.add(id);
+  }
+}
+
+function otherFiles(bundle: TokenizerBundle): Map<string, string> {
+  return new Map([...bundle.files].filter(([name]) => name !== "tokenizer.json"));
 }
 
 /** Merges as id triples; undefined if one names a string outside the vocabulary or a pair

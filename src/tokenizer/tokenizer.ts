@@ -2,12 +2,13 @@
 // tokenizer.json + tokenizer_config.json. The library is imported lazily so a Worker that never
 // serves OpenAI-over-VllmEngine traffic does not pay for evaluating it at startup.
 import type { MergeLookup } from "./bpe-merge.js";
-import { installBpe, type LibBpeModel } from "./bpe-tables.js";
+import { installBpe, type BpeMerges, type BpeVocab, type LibBpeModel } from "./bpe-tables.js";
 import { bundleJson, type TokenizerBundle } from "./bundle.js";
 import { EncodeSteps, type EncodeContext, type HfParts, type TokenizerJsonShape } from "./encode-steps.js";
 import { TokenizerBundleError } from "./errors.js";
 import { scanBpeTokenizerJson } from "./bpe-scan.js";
-import { fastFormFromScan, fastFormOf, type BpeTables, type FastForm } from "./fast-form.js";
+import { fastFormOf, lazyFastForm, type FastForm } from "./fast-form.js";
+import { decodeUtf8 } from "./utf8.js";
 import { normalizerShrink, promptByteBound } from "./prompt-bound.js";
 
 export interface EncodeOptions {
@@ -80,6 +81,17 @@ function idList(value: unknown): number[] {
   return [];
 }
 
+let library: Promise<typeof import("@huggingface/tokenizers")> | undefined;
+const tokenizersModule = () => (library ??= import("@huggingface/tokenizers"));
+
+/** Starts loading the tokenizer library (a cold isolate does it while the bundle downloads:
+ *  its evaluation is tens of milliseconds of the first request otherwise). */
+export function preloadTokenizer(): void {
+  tokenizersModule().catch(() => {
+    library = undefined; // a failure shows, and is retried, where the library is used
+  });
+}
+
 /** The tokenizer from a bundle's ZIP files. `plain` builds it with the library's own
  *  constructor (the reference the fast form is checked against); otherwise a BPE model is
  *  built from id tables (bpe-tables.ts), which is faster and gives the same ids. */
@@ -87,35 +99,57 @@ export async function loadTokenizer(bundle: TokenizerBundle, options: { plain?: 
   return (await loadTokenizerAndFastForm(bundle, options)).tokenizer;
 }
 
-/** loadTokenizer, and the bundle's fast form (undefined when the model has none). */
-export async function loadTokenizerAndFastForm(bundle: TokenizerBundle, options: { plain?: boolean } = {}): Promise<{ tokenizer: EdgeTokenizer; fastForm: FastForm | undefined }> {
-  if (!options.plain) {
-    // The vocabulary and merges read straight into tables; JSON.parse only for the rest.
-    const text = bundle.files.get("tokenizer.json");
-    const scan = text === undefined ? undefined : scanBpeTokenizerJson(text);
-    const fastForm = scan && fastFormFromScan(bundle, scan);
-    if (fastForm) return { tokenizer: await loadTokenizerFromFastForm(fastForm), fastForm };
+/** A tokenizer and the way to its bundle's fast form. */
+export interface LoadedTokenizer {
+  tokenizer: EdgeTokenizer;
+  /** The bundle's fast form (undefined when the model has none). For a BPE tokenizer just read
+   *  from tokenizer.json this first resolves its merges to ids, in slices with `pause` between
+   *  them (a zero timer by default), and switches the tokenizer to the id table: work for
+   *  after the response (waitUntil). Once; later calls get the same promise. */
+  fastForm(pause?: () => Promise<unknown>): Promise<FastForm | undefined>;
+  /** What serves the merge ranks now: the pairs' text (a ZIP just read, before fastForm() or a
+   *  long run resolved them), id triples, or the library's own Map. */
+  mergeTable(): "text" | "ids" | "library";
+}
+
+/** loadTokenizer, and the bundle's fast form. */
+export async function loadTokenizerAndFastForm(bundle: TokenizerBundle, options: { plain?: boolean } = {}): Promise<LoadedTokenizer> {
+  let text = bundle.files.get("tokenizer.json");
+  const bytes = bundle.tokenizerJsonBytes ?? (text === undefined ? undefined : new TextEncoder().encode(text));
+  if (!options.plain && bytes) {
+    // The vocabulary read straight into tables from the UTF-8, the merges served by their
+    // text until resolved; only the rest decoded and JSON.parsed.
+    const scan = scanBpeTokenizerJson(bytes);
+    const lazy = scan && (await lazyFastForm(bundle, scan));
+    if (lazy) {
+      const tokenizer = await build(lazy.files, lazy.tokenizerJson, lazy.vocab, { lazy: lazy.merges });
+      return { tokenizer, fastForm: (pause) => lazy.finish(pause), mergeTable: () => (lazy.merges.resolved ? "ids" : "text") };
+    }
   }
-  const tokenizerJson = bundleJson(bundle, "tokenizer.json") ?? {};
+  if (text === undefined && bytes) {
+    text = await decodeUtf8(bytes);
+    if (text === undefined) throw new TokenizerBundleError("invalid_file", "tokenizer.json is not valid UTF-8");
+  }
+  const tokenizerJson = bundleJson({ ...bundle, files: new Map([["tokenizer.json", text ?? "{}"]]) }, "tokenizer.json") ?? {};
   const fastForm = options.plain ? undefined : fastFormOf(bundle, tokenizerJson);
-  const tokenizer = fastForm ? await loadTokenizerFromFastForm(fastForm) : await build(bundle.files, tokenizerJson, undefined);
-  return { tokenizer, fastForm };
+  const tokenizer = fastForm ? await loadTokenizerFromFastForm(fastForm) : await build(bundle.files, tokenizerJson, undefined, undefined);
+  return { tokenizer, fastForm: () => Promise.resolve(fastForm), mergeTable: () => (fastForm ? "ids" : "library") };
 }
 
 /** The tokenizer from its fast form (no unzip, no JSON.parse of the vocabulary). */
 export function loadTokenizerFromFastForm(ff: FastForm): Promise<EdgeTokenizer> {
-  return build(ff.files, ff.tokenizerJson, ff.bpe);
+  return build(ff.files, ff.tokenizerJson, ff.bpe, ff.bpe);
 }
 
-async function build(files: ReadonlyMap<string, string>, tokenizerJson: Record<string, unknown>, bpe: BpeTables | undefined): Promise<EdgeTokenizer> {
+async function build(files: ReadonlyMap<string, string>, tokenizerJson: Record<string, unknown>, vocab: BpeVocab | undefined, merges: BpeMerges | undefined): Promise<EdgeTokenizer> {
   const bundle: TokenizerBundle = { files, sha256: "", zipBytes: 0 };
   const config = bundleJson(bundle, "tokenizer_config.json") ?? {};
-  const { Tokenizer } = await import("@huggingface/tokenizers");
+  const { Tokenizer } = await tokenizersModule();
   let hf: HfTokenizer;
-  let prebuilt: { table: () => MergeLookup; longestToken: number } | undefined;
+  let prebuilt: { table: () => MergeLookup | null; longestToken: number } | undefined;
   try {
     hf = new Tokenizer(tokenizerJson as object, config) as unknown as HfTokenizer;
-    if (bpe) prebuilt = installBpe(hf.model as unknown as LibBpeModel, bpe, hf.added_tokens);
+    if (vocab && merges) prebuilt = installBpe(hf.model as unknown as LibBpeModel, vocab, merges, hf.added_tokens);
   } catch (err) {
     throw new TokenizerBundleError("invalid_file", `tokenizer.json could not be loaded (${(err as Error).message})`, { cause: err });
   }

@@ -1,19 +1,39 @@
-// tokenizer.json read by the scanner (bpe-scan.ts) means what JSON.parse of the whole file
-// means: for Qwen3 the same vocabulary (token -> id), the same merges and the same rest; small
-// documents cover escapes, both merge forms, and what makes it give up (the caller then parses
-// the whole file): a repeated key on the path, a value of another shape, broken JSON.
+// tokenizer.json read by the scanner (bpe-scan.ts) on its UTF-8 bytes means what JSON.parse of
+// the whole file means: for Qwen3 the same vocabulary (token -> id), the same merges and the
+// same rest; small documents cover escapes, both merge forms, and what makes it give up (the
+// caller then decodes and parses the whole file): a repeated key on the path, a value of
+// another shape, broken JSON, bytes that are not UTF-8, a lone surrogate.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { scanBpeTokenizerJson } from "../../../src/tokenizer/bpe-scan.js";
-import { fastFormFromScan, fastFormOf } from "../../../src/tokenizer/fast-form.js";
+import { scanBpeTokenizerJson, type ScannedBpe } from "../../../src/tokenizer/bpe-scan.js";
+import { fastFormOf, lazyFastForm } from "../../../src/tokenizer/fast-form.js";
 import { QWEN3_TOKENIZER_JSON } from "./qwen3-files.js";
 
 const bundle = (text: string) => ({ files: new Map([["tokenizer.json", text]]), sha256: "s", zipBytes: 0 });
+const utf8 = new TextEncoder();
+const scan = (text: string) => scanBpeTokenizerJson(utf8.encode(text));
+const td = new TextDecoder();
+
+/** The scanned vocabulary as token -> id, and the merges as [left, right] strings. */
+function read(s: ScannedBpe): { vocab: Record<string, number>; merges: [string, string][] } {
+  const vocab: Record<string, number> = {};
+  let at = 0;
+  s.byteLens.forEach((len, e) => {
+    vocab[td.decode(s.blob.subarray(at, at + len))] = s.ids[e]!;
+    at += len;
+  });
+  const merges: [string, string][] = [];
+  const { bytes, starts } = s.merges;
+  for (let r = 0; r < s.merges.count; r++) merges.push([td.decode(bytes.subarray(starts[2 * r], starts[2 * r + 1])), td.decode(bytes.subarray(starts[2 * r + 1], starts[2 * r + 2]))]);
+  return { vocab, merges };
+}
 
 describe("scanBpeTokenizerJson", () => {
-  it("Qwen3: the same fast form as JSON.parse of the whole file", () => {
-    const text = readFileSync(QWEN3_TOKENIZER_JSON, "utf8");
-    const scanned = fastFormFromScan(bundle(text), scanBpeTokenizerJson(text)!)!;
+  it("Qwen3: the same fast form as JSON.parse of the whole file", async () => {
+    const bytes = new Uint8Array(readFileSync(QWEN3_TOKENIZER_JSON));
+    const text = td.decode(bytes);
+    const lazy = (await lazyFastForm(bundle(text), scanBpeTokenizerJson(bytes)!))!;
+    const scanned = (await lazy.finish(async () => {}))!;
     const parsed = fastFormOf(bundle(text), JSON.parse(text) as Record<string, unknown>)!;
     expect(scanned.tokenizerJson).toEqual(parsed.tokenizerJson);
     expect(scanned.bpe.merges).toEqual(parsed.bpe.merges);
@@ -35,14 +55,16 @@ describe("scanBpeTokenizerJson", () => {
     const doc = {
       version: "1.0",
       added_tokens: [{ id: 9, content: "<s>", special: true }],
-      model: { type: "BPE", dropout: null, vocab: { a: 0, b: 1, ab: 2, '"': 3, "\\": 4, '"\\': 5, "é\n": 6, "\u00e9": 7, x: 8 }, merges: [["a", "b"], '" \\', "x y z"], fuse_unk: false },
+      model: { type: "BPE", dropout: null, vocab: { a: 0, b: 1, ab: 2, '"': 3, "\\": 4, '"\\': 5, "é\t": 6, "\u00e9": 7, x: 8, "😀": 10, "\u0120\\u": 11 }, merges: [["a", "b"], ['"', "\\"], ["x", "😀"]], fuse_unk: false },
       decoder: { type: "ByteLevel", nested: [1, { deep: "}]" }] },
     };
-    const s = scanBpeTokenizerJson(JSON.stringify(doc, null, 2))!;
-    expect(Object.fromEntries(s.keys.map((k, i) => [k, s.ids[i]]))).toEqual(doc.model.vocab);
-    expect(s.lefts).toEqual(["a", '"', "x"]);
-    expect(s.rights).toEqual(["b", "\\", "y"]);
+    const s = scan(JSON.stringify(doc, null, 2))!;
+    expect(read(s)).toEqual({ vocab: doc.model.vocab, merges: doc.model.merges });
+    expect([...s.lens]).toEqual(Object.keys(doc.model.vocab).map((k) => k.length));
     expect(s.rest).toEqual({ ...doc, model: { ...doc.model, vocab: {}, merges: [] } });
+    // The old "a b" form, split as the library splits it (split(" ", 2)).
+    const old = scan(JSON.stringify({ model: { vocab: { a: 0 }, merges: ["a b", '" \\', "x y z", "é 😀"] } }))!;
+    expect(read(old).merges).toEqual([["a", "b"], ['"', "\\"], ["x", "y"], ["é", "😀"]]);
   });
 
   it.each([
@@ -51,16 +73,35 @@ describe("scanBpeTokenizerJson", () => {
     ["no merges", '{"model": {"vocab": {"a": 0}}}'],
     ["a fractional id", '{"model": {"vocab": {"a": 0.5}, "merges": []}}'],
     ["a negative id", '{"model": {"vocab": {"a": -1}, "merges": []}}'],
+    ["a leading zero", '{"model": {"vocab": {"a": 01}, "merges": []}}'],
     ["a merge of one string", '{"model": {"vocab": {"a": 0}, "merges": ["a"]}}'],
+    ["merges of both forms", '{"model": {"vocab": {"a": 0}, "merges": [["a", "b"], "a b"]}}'],
     ["vocab as an array", '{"model": {"vocab": [], "merges": []}}'],
     ["broken JSON elsewhere", '{"model": {"vocab": {}, "merges": []}, "x": [1,}'],
     ["trailing bytes", '{"model": {"vocab": {}, "merges": []}} x'],
+    ["a control character in a token", '{"model": {"vocab": {"a\nb": 0}, "merges": []}}'],
+    ["a lone surrogate in a token", '{"model": {"vocab": {"\\ud800": 0}, "merges": []}}'],
+    ["a lone surrogate in a merge", '{"model": {"vocab": {"a": 0}, "merges": [["a", "\\udc00"]]}}'],
   ])("gives up on %s", (_, text) => {
-    expect(scanBpeTokenizerJson(text)).toBeUndefined();
+    expect(scan(text)).toBeUndefined();
   });
 
-  it("a token listed twice: no fast form (JSON.parse keeps the last id; the tables would keep both)", () => {
+  it.each([
+    ["in a token", [0xc3]],
+    ["in a merge (an overlong form)", [0xc0, 0xaf]],
+    ["in a merge (a surrogate's bytes)", [0xed, 0xa0, 0x80]],
+    ["outside both", [0xff]],
+  ])("gives up on bytes that are not UTF-8 %s", (where, bad) => {
+    const doc = where.startsWith("in a token") ? '{"model": {"vocab": {"a@": 0}, "merges": []}}' : where.startsWith("in a merge") ? '{"model": {"vocab": {"a": 0}, "merges": [["a", "@"]]}}' : '{"x": "@", "model": {"vocab": {}, "merges": []}}';
+    const bytes = utf8.encode(doc);
+    const at = bytes.indexOf(0x40);
+    const broken = new Uint8Array([...bytes.subarray(0, at), ...bad, ...bytes.subarray(at + 1)]);
+    expect(scanBpeTokenizerJson(broken)).toBeUndefined();
+    expect(scanBpeTokenizerJson(bytes)).toBeDefined();
+  });
+
+  it("a token listed twice: no fast form (JSON.parse keeps the last id; the tables would keep both)", async () => {
     const text = '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2}, "merges": []}}';
-    expect(fastFormFromScan(bundle(text), scanBpeTokenizerJson(text)!)).toBeUndefined();
+    expect(await lazyFastForm(bundle(text), scan(text)!)).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@
 // Its bytes are refused when damaged, of another bundle or of another format version.
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TokenizerBundle } from "../../../src/tokenizer/bundle.js";
+import { sha256Hex, type TokenizerBundle as Bundle } from "../../../src/tokenizer/bundle.js";
 import { decodeFastForm, encodeFastForm, FAST_FORM_VERSION, fastFormOf } from "../../../src/tokenizer/fast-form.js";
 import { loadTokenizer, loadTokenizerAndFastForm, loadTokenizerFromFastForm, type EdgeTokenizer } from "../../../src/tokenizer/tokenizer.js";
 import { PARITY_TEXTS } from "./parity-texts.js";
@@ -16,8 +17,7 @@ let plain: EdgeTokenizer;
 
 beforeAll(async () => {
   bundle = await qwen3Bundle();
-  const { fastForm } = await loadTokenizerAndFastForm(bundle);
-  bytes = (await encodeFastForm(fastForm!))!;
+  bytes = (await encodeFastForm((await (await loadTokenizerAndFastForm(bundle)).fastForm())!))!;
   fast = await loadTokenizerFromFastForm((await decodeFastForm(bytes, bundle.sha256))!);
   plain = await loadTokenizer(bundle, { plain: true });
 }, 60_000);
@@ -77,5 +77,65 @@ describe("tokenizer fast form", () => {
     expect(fastFormOf(bundle, json(["a c"]))).toBeUndefined();
     expect(fastFormOf(bundle, json(["a b", ["a", "b"]]))).toBeUndefined();
     expect(fastFormOf(bundle, { model: { type: "WordPiece", vocab: { a: 0 } } })).toBeUndefined();
+  });
+
+  // The ZIP path answers before the merges are resolved to ids; the fast form is made after
+  // the response (tokenizer-bundles.ts runs fastForm() in waitUntil).
+  describe("made after the response", () => {
+    /** The bundle as tokenizer-bundles.ts unpacks it: tokenizer.json left as bytes. */
+    const raw = (b: Bundle, sha256 = b.sha256): Bundle => ({ files: new Map([...b.files].filter(([n]) => n !== "tokenizer.json")), sha256, zipBytes: b.zipBytes, tokenizerJsonBytes: new TextEncoder().encode(b.files.get("tokenizer.json")!) });
+
+    it("is byte for byte the fast form the ZIP path made before (FAST_FORM_VERSION 1)", async () => {
+      // The digest of the fast form the previous load path (string scan, merges resolved
+      // in-request) made of this bundle with its sha256 set to zeros. A new FAST_FORM_VERSION
+      // changes it.
+      const loaded = await loadTokenizerAndFastForm(raw(bundle, "0".repeat(64)));
+      const made = (await encodeFastForm((await loaded.fastForm())!))!;
+      expect(FAST_FORM_VERSION).toBe(1);
+      expect(await sha256Hex(made)).toBe("c2bc54fa1cbfc15e602bb8080a1caadf14c779da6b1fa5253fa41b95571dbc7c");
+    });
+
+    it("is resolved in slices with a pause between them, and switches the tokenizer to the id table", async () => {
+      const loaded = await loadTokenizerAndFastForm(raw(bundle));
+      const before = PARITY_TEXTS.slice(0, 40).map((t) => loaded.tokenizer.encode(t));
+      expect(loaded.mergeTable()).toBe("text");
+      let pauses = 0;
+      const ff = await loaded.fastForm(async () => void pauses++);
+      expect(pauses).toBe(Math.ceil(151_387 / 16_384) - 1);
+      expect(loaded.mergeTable()).toBe("ids");
+      expect(await loaded.fastForm()).toBe(ff); // once
+      expect(await encodeFastForm(ff!)).toEqual(bytes);
+      expect(PARITY_TEXTS.slice(0, 40).map((t) => loaded.tokenizer.encode(t))).toEqual(before);
+    });
+
+    it("a long run before the switch resolves the merges in the request; the fast form is the same", async () => {
+      const loaded = await loadTokenizerAndFastForm(raw(bundle));
+      expect(loaded.mergeTable()).toBe("text");
+      for (const text of LONG) expect(loaded.tokenizer.encode(text)).toEqual(plain.encode(text));
+      expect(loaded.mergeTable()).toBe("ids");
+      expect(await encodeFastForm((await loaded.fastForm(() => Promise.reject(new Error("no slices left"))))!)).toEqual(bytes);
+    });
+
+    it("merges that cannot be resolved to ids keep the text table, as the library ranks them, and make no fast form", async () => {
+      // A repeated pair: the library keeps its last rank (the id table would keep the first).
+      const doc = (merges: unknown[]) => ({ model: { type: "BPE", vocab: { a: 0, b: 1, ab: 2, c: 3, bc: 5 }, merges }, added_tokens: [], normalizer: null, pre_tokenizer: { type: "WhitespaceSplit" }, post_processor: null, decoder: null });
+      const cases = [
+        // The library ranks (b, c) 2, below (a, b): "abc" is ["ab", "c"] (by the first rank,
+        // ["a", "bc"]).
+        [["b", "c"], ["a", "b"], ["b", "c"]],
+        [["a", "b"], ["x", "y"], ["ab", "c"]],
+      ];
+      for (const merges of cases) {
+        const json = JSON.stringify(doc(merges));
+        const zipLike: Bundle = { files: new Map(), sha256: "s", zipBytes: 0, tokenizerJsonBytes: new TextEncoder().encode(json) };
+        const lazy = await loadTokenizerAndFastForm(zipLike);
+        const lib = await loadTokenizer({ files: new Map([["tokenizer.json", json]]), sha256: "s", zipBytes: 0 }, { plain: true });
+        expect(lazy.tokenizer.encode("abc abcabc bc")).toEqual(lib.encode("abc abcabc bc"));
+        if (merges.length === 3 && merges[2]![0] === "b") expect(lib.encode("abc")).toEqual([2, 3]);
+        expect(await lazy.fastForm(async () => {})).toBeUndefined();
+        expect(lazy.mergeTable()).toBe("text");
+        expect(lazy.tokenizer.encode("abc abcabc bc")).toEqual(lib.encode("abc abcabc bc"));
+      }
+    });
   });
 });
