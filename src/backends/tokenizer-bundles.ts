@@ -236,8 +236,9 @@ export class TokenizerBundles {
         new Promise((r) => setTimeout(r, 0))
           .then(() => loaded.fastForm())
           .then(async (ff) => {
-            const bytes = ff && save && (await encodeFastForm(ff));
-            if (bytes) await save!(sha256, bytes);
+            if (!ff || !save) return; // the merges resolved all the same: the id table serves
+            const bytes = await encodeFastForm(ff);
+            if (bytes) await save(sha256, bytes);
           })
           .catch((err: unknown) => console.warn(JSON.stringify({ msg: "tokenizer fast form not stored", sha256, error: errorText(err) }))),
       );

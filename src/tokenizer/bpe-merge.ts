@@ -9,6 +9,8 @@
 // merge is a few integer operations. `step` runs a bounded number of merges, so a caller can
 // yield between slices of one huge word.
 
+import { emptySlots } from "./open-slots.js";
+
 const BUILD_SLICE = 4096;
 
 /** What WordMerge needs of a model's merges. */
@@ -29,10 +31,8 @@ export class IdMergeTable implements MergeLookup {
 
   constructor(private readonly merges: Uint32Array) {
     const n = merges.length / 3;
-    let cap = 16;
-    while (cap < n * 2) cap *= 2;
-    this.mask = cap - 1;
-    this.slots = new Int32Array(cap).fill(-1);
+    this.slots = emptySlots(n);
+    this.mask = this.slots.length - 1;
     for (let rank = 0; rank < n; rank++) {
       const left = merges[3 * rank]!;
       const right = merges[3 * rank + 1]!;

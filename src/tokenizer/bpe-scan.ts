@@ -49,44 +49,81 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const SPACE = 0x20;
 
-/** A growable byte buffer. */
-class Pool {
-  bytes: Uint8Array;
-  length = 0;
-  constructor(size: number) {
-    this.bytes = new Uint8Array(Math.max(64, size));
-  }
-  reserve(n: number): Uint8Array {
-    if (this.length + n > this.bytes.length) {
-      const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
-      grown.set(this.bytes.subarray(0, this.length));
-      this.bytes = grown;
+/** Per lead byte of a UTF-8 sequence: the continuation bytes that follow (-1: not a lead byte,
+ *  or a control character, which a JSON string cannot hold raw), and the range the first of
+ *  them must fall in (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF). */
+const NEED = new Int8Array(256).fill(-1);
+const FIRST_LO = new Uint8Array(256).fill(0x80);
+const FIRST_HI = new Uint8Array(256).fill(0xbf);
+NEED.fill(0, 0x20, 0x80);
+NEED.fill(1, 0xc2, 0xe0);
+NEED.fill(2, 0xe0, 0xf0);
+NEED.fill(3, 0xf0, 0xf5);
+FIRST_LO[0xe0] = 0xa0;
+FIRST_HI[0xed] = 0x9f;
+FIRST_LO[0xf0] = 0x90;
+FIRST_HI[0xf4] = 0x8f;
+
+/** UTF-16 units of the content copyContent last copied. */
+let copiedUnits = 0;
+
+/** Copies a string's raw content, from b[at] (just past its opening quote), into out[p..] byte
+ *  for byte, refusing a control character or a byte that is not well-formed UTF-8, up to the
+ *  closing quote: returns the quote's index (so the content is `quote - at` bytes, its UTF-16
+ *  length in copiedUnits), or -1 at a backslash (an escape, for the caller's general path).
+ *  The one UTF-8 check of every fast path: a loop per string, not a call per byte. */
+function copyContent(b: Uint8Array, at: number, out: Uint8Array, p: number): number {
+  let units = 0;
+  let need = 0;
+  let lo = 0x80;
+  let hi = 0xbf;
+  for (; ; at++) {
+    const c = b[at];
+    if (c === undefined) throw new Miss();
+    if (need === 0) {
+      if (c === QUOTE) break;
+      if (c === BACKSLASH) return -1;
+      need = NEED[c]!;
+      if (need < 0) throw new Miss();
+      lo = FIRST_LO[c]!;
+      hi = FIRST_HI[c]!;
+      units += need === 3 ? 2 : 1;
+    } else if (c < lo || c > hi) throw new Miss();
+    else {
+      lo = 0x80;
+      hi = 0xbf;
+      need--;
     }
-    return this.bytes;
+    out[p++] = c;
   }
-  done(): Uint8Array {
-    return this.bytes.subarray(0, this.length);
+  copiedUnits = units;
+  return at;
+}
+
+/** A growable typed array: its first `length` elements are in use. */
+class Grown<T extends Uint8Array | Uint32Array> {
+  length = 0;
+  constructor(public a: T) {}
+  /** The array, with room for `n` more (a copy at least twice the size when full). */
+  reserve(n: number): T {
+    if (this.length + n <= this.a.length) return this.a;
+    const grown = new (this.a.constructor as new (size: number) => T)(Math.max(this.a.length * 2, this.length + n));
+    grown.set(this.a.subarray(0, this.length));
+    return (this.a = grown);
+  }
+  push(v: number): void {
+    if (this.length === this.a.length) this.reserve(1);
+    this.a[this.length++] = v;
+  }
+  done(): T {
+    return this.a.subarray(0, this.length) as T;
   }
 }
 
-class U32s {
-  a: Uint32Array;
-  length = 0;
-  constructor(size: number) {
-    this.a = new Uint32Array(Math.max(16, size));
-  }
-  push(v: number): void {
-    if (this.length === this.a.length) {
-      const grown = new Uint32Array(this.a.length * 2);
-      grown.set(this.a);
-      this.a = grown;
-    }
-    this.a[this.length++] = v;
-  }
-  done(): Uint32Array {
-    return this.a.subarray(0, this.length);
-  }
-}
+type Pool = Grown<Uint8Array>;
+type U32s = Grown<Uint32Array>;
+const pool = (size: number): Pool => new Grown(new Uint8Array(Math.max(64, size)));
+const u32s = (size: number): U32s => new Grown(new Uint32Array(Math.max(16, size)));
 
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8 = new TextEncoder();
@@ -102,7 +139,7 @@ class Scanner {
     let vocab: [number, number] | undefined;
     let merges: [number, number] | undefined;
     let sawModel = false;
-    const out = { blob: new Pool(this.b.length >> 2), byteLens: new U32s(1 << 16), lens: new U32s(1 << 16), ids: new U32s(1 << 16), merges: new Pool(0), starts: new U32s(1 << 19) };
+    const out = { blob: pool(this.b.length >> 2), byteLens: u32s(1 << 16), lens: u32s(1 << 16), ids: u32s(1 << 16), merges: pool(0), starts: u32s(1 << 19) };
     this.object((key) => {
       if (key !== "model") return this.skipValue();
       if (sawModel) throw new Miss();
@@ -263,7 +300,7 @@ class Scanner {
 
   /** `"token": id, ...` from `at` in one loop, as pairsFast does for the merges: up to the
    *  closing brace (then true) or an entry it leaves to the general path (an escape: then
-   *  false, with `at` at that entry). Same checks as copyUtf8 and vocab. */
+   *  false, with `at` at that entry). Same checks as vocab. */
   private vocabFast(out: { blob: Pool; byteLens: U32s; lens: U32s; ids: U32s }): boolean {
     const b = this.b;
     const blob = out.blob.reserve(b.length - this.at);
@@ -271,44 +308,14 @@ class Scanner {
     let p = out.blob.length;
     for (;;) {
       if (b[at] !== QUOTE) return this.stop(at, p, out);
+      const quote = copyContent(b, at + 1, blob, p);
+      // An escape: the general path takes this entry.
+      if (quote < 0) return this.stop(at, p, out);
       const from = p;
-      let units = 0;
-      let need = 0;
-      let lo = 0x80;
-      let hi = 0xbf;
-      let c: number;
-      for (;;) {
-        c = b[++at]!;
-        if (c === QUOTE) break;
-        if (need === 0) {
-          if (c < 0x80) {
-            if (c < 0x20) throw new Miss();
-            if (c === BACKSLASH) return this.stop(this.entryStart(at), from, out);
-            units++;
-          } else if (c >= 0xc2 && c <= 0xdf) {
-            need = 1;
-            units++;
-          } else if (c >= 0xe0 && c <= 0xef) {
-            need = 2;
-            lo = c === 0xe0 ? 0xa0 : 0x80;
-            hi = c === 0xed ? 0x9f : 0xbf;
-            units++;
-          } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3;
-            lo = c === 0xf0 ? 0x90 : 0x80;
-            hi = c === 0xf4 ? 0x8f : 0xbf;
-            units += 2;
-          } else throw new Miss();
-        } else {
-          if (c < lo || c > hi) throw new Miss();
-          lo = 0x80;
-          hi = 0xbf;
-          need--;
-        }
-        blob[p++] = c;
-      }
-      if (need !== 0) throw new Miss();
-      c = b[++at]!;
+      const units = copiedUnits;
+      p += quote - at - 1;
+      at = quote;
+      let c = b[++at]!;
       while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
       if (c !== 0x3a) throw new Miss();
       c = b[++at]!;
@@ -336,12 +343,6 @@ class Scanner {
       c = b[at]!;
       while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++at]!;
     }
-  }
-
-  /** The opening quote of the string whose content holds position `at`. */
-  private entryStart(at: number): number {
-    while (this.b[at] !== QUOTE) at--;
-    return at;
   }
 
   private stop(at: number, p: number, out: { blob: Pool }): false {
@@ -402,7 +403,7 @@ class Scanner {
         // "a b": the left string up to the first space, the right one up to the next space.
         const left = pool.length;
         str();
-        const bytes = pool.bytes;
+        const bytes = pool.a;
         let space = left;
         while (space < pool.length && bytes[space] !== SPACE) space++;
         if (space === pool.length) throw new Miss();
@@ -423,7 +424,7 @@ class Scanner {
   /** `["a", "b"], ...` from `at` in one loop (most of the file: a call per string and per
    *  space cost ~2x as much on a cold isolate), up to the list's closing bracket (then true)
    *  or a merge it leaves to the general path (an escape, unusual syntax: then false, with
-   *  `at` at that merge). Same checks as copyUtf8. */
+   *  `at` at that merge). */
   private pairsFast(pool: Pool, starts: U32s): boolean {
     const b = this.b;
     const out = pool.reserve(b.length - this.at);
@@ -458,39 +459,13 @@ class Scanner {
           sa = starts.a;
           sl = starts.length;
         } else sa[sl++] = p;
-        let need = 0;
-        let lo = 0x80;
-        let hi = 0xbf;
-        for (;;) {
-          c = b[++at]!;
-          if (c === QUOTE) break;
-          if (need === 0) {
-            if (c < 0x80) {
-              if (c < 0x20) throw new Miss();
-              if (c === BACKSLASH) {
-                ok = false;
-                break;
-              }
-            } else if (c >= 0xc2 && c <= 0xdf) need = 1;
-            else if (c >= 0xe0 && c <= 0xef) {
-              need = 2;
-              lo = c === 0xe0 ? 0xa0 : 0x80;
-              hi = c === 0xed ? 0x9f : 0xbf;
-            } else if (c >= 0xf0 && c <= 0xf4) {
-              need = 3;
-              lo = c === 0xf0 ? 0x90 : 0x80;
-              hi = c === 0xf4 ? 0x8f : 0xbf;
-            } else throw new Miss();
-          } else {
-            if (c < lo || c > hi) throw new Miss();
-            lo = 0x80;
-            hi = 0xbf;
-            need--;
-          }
-          out[p++] = c;
+        const quote = copyContent(b, at + 1, out, p);
+        if (quote < 0) {
+          ok = false;
+          break;
         }
-        if (need !== 0) throw new Miss();
-        at++;
+        p += quote - at - 1;
+        at = quote + 1;
       }
       if (ok) {
         let c = b[at];
@@ -541,44 +516,10 @@ class Scanner {
   }
 }
 
-/** Copies the string content b[from, end) (no escapes) into `pool`, refusing a control
- *  character or a byte that is not well-formed UTF-8; returns its length in UTF-16 units. */
+/** Copies the string content b[from, end) (no escapes; b[end] its closing quote) into
+ *  `pool`, checked as copyContent checks it; returns its length in UTF-16 units. */
 function copyUtf8(b: Uint8Array, from: number, end: number, pool: Pool): number {
-  const out = pool.reserve(end - from);
-  let p = pool.length;
-  let units = 0;
-  let need = 0;
-  let lo = 0x80;
-  let hi = 0xbf;
-  for (let i = from; i < end; i++) {
-    const c = b[i]!;
-    out[p++] = c;
-    if (need === 0) {
-      if (c < 0x80) {
-        if (c < 0x20) throw new Miss();
-        units++;
-      } else if (c >= 0xc2 && c <= 0xdf) {
-        need = 1;
-        units++;
-      } else if (c >= 0xe0 && c <= 0xef) {
-        need = 2;
-        lo = c === 0xe0 ? 0xa0 : 0x80;
-        hi = c === 0xed ? 0x9f : 0xbf;
-        units++;
-      } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3;
-        lo = c === 0xf0 ? 0x90 : 0x80;
-        hi = c === 0xf4 ? 0x8f : 0xbf;
-        units += 2;
-      } else throw new Miss();
-    } else {
-      if (c < lo || c > hi) throw new Miss();
-      lo = 0x80;
-      hi = 0xbf;
-      need--;
-    }
-  }
-  if (need !== 0) throw new Miss();
-  pool.length = p;
-  return units;
+  if (copyContent(b, from, pool.reserve(end - from), pool.length) !== end) throw new Miss();
+  pool.length += end - from;
+  return copiedUnits;
 }

@@ -57,16 +57,14 @@ export function installBpe(model: LibBpeModel, vocab: BpeVocab, merges: BpeMerge
   model.vocab = byId;
   model.unk_token_id = unk;
   const lazy = "lazy" in merges ? merges.lazy : undefined;
+  const ready = "lazy" in merges ? undefined : merges;
   let table: IdMergeTable | undefined;
-  const idTable = (): IdMergeTable | undefined => {
-    if (table) return table;
-    if (!lazy) return (table = ("merges" in merges && merges.table) || new IdMergeTable((merges as { merges: Uint32Array }).merges));
-    return (table = lazy.resolved?.table);
-  };
+  // Built on first use (or given with the fast form); a lazy one's once its merges resolved.
+  const idTable = (): IdMergeTable | undefined => (table ??= ready ? (ready.table ?? new IdMergeTable(ready.merges)) : lazy!.resolved?.table);
   model.add_node = (queue, node) => {
     if (!node.next) return;
     let rank: number;
-    const t = table ?? idTable();
+    const t = idTable();
     if (t) {
       const left = index.get(node.token);
       const right = index.get(node.next.token);

@@ -8,6 +8,7 @@
 // (the last rank of a repeated pair), so the ids do not change at the switch.
 import { IdMergeTable } from "./bpe-merge.js";
 import type { MergeTexts } from "./bpe-scan.js";
+import { emptySlots, entryStarts } from "./open-slots.js";
 
 const FNV = 0x811c9dc5;
 const PRIME = 0x01000193;
@@ -26,10 +27,8 @@ export class TextMergeTable {
 
   constructor(private readonly m: MergeTexts) {
     const { count, bytes, starts } = m;
-    let cap = 16;
-    while (cap < count * 2) cap *= 2;
-    this.mask = cap - 1;
-    const slots = (this.slots = new Int32Array(cap).fill(-1));
+    const slots = (this.slots = emptySlots(count));
+    this.mask = slots.length - 1;
     for (let rank = 0; rank < count; rank++) {
       const a0 = starts[2 * rank]!;
       const a1 = starts[2 * rank + 1]!;
@@ -103,12 +102,9 @@ class ByteVocab {
     added: readonly { content: string; id: number }[],
   ) {
     const n = byteLens.length;
-    this.starts = new Uint32Array(n + 1);
-    for (let i = 0; i < n; i++) this.starts[i + 1] = this.starts[i]! + byteLens[i]!;
-    let cap = 16;
-    while (cap < n * 2) cap *= 2;
-    this.mask = cap - 1;
-    this.slots = new Int32Array(cap).fill(-1);
+    this.starts = entryStarts(byteLens);
+    this.slots = emptySlots(n);
+    this.mask = this.slots.length - 1;
     for (let e = 0; e < n; e++) {
       let h = FNV;
       for (let i = this.starts[e]!; i < this.starts[e + 1]!; i++) h = Math.imul(h ^ blob[i]!, PRIME);

@@ -5,6 +5,8 @@
 // the library's BPE model calls (get, has, set); `set` (added tokens) goes to an overlay
 // Map that is read first, as the library's overwrite of its Map would be.
 
+import { emptySlots, entryStarts } from "./open-slots.js";
+
 export class VocabIndex {
   private readonly starts: Uint32Array;
   private readonly slots: Int32Array;
@@ -20,12 +22,9 @@ export class VocabIndex {
     private readonly ids: Uint32Array,
   ) {
     const n = lens.length;
-    this.starts = new Uint32Array(n + 1);
-    for (let i = 0; i < n; i++) this.starts[i + 1] = this.starts[i]! + lens[i]!;
-    let cap = 16;
-    while (cap < n * 2) cap *= 2;
-    this.mask = cap - 1;
-    this.slots = new Int32Array(cap).fill(-1);
+    this.starts = entryStarts(lens);
+    this.slots = emptySlots(n);
+    this.mask = this.slots.length - 1;
     for (let e = 0; e < n; e++) {
       let h = this.hashAt(this.starts[e]!, this.starts[e + 1]!) & this.mask;
       for (let o = this.slots[h]!; o !== -1; o = this.slots[h]!) {
