@@ -1,7 +1,7 @@
 // sse_relay "native" (the default), for chat/completions SSE and for Messages streams: the
 // engine's bytes go to the client through the runtime's own pipe, with no JavaScript per chunk,
-// and a tee()'d copy is watched behind them in batches of at least WATCH_BATCH bytes
-// (core/batch-reader.ts) by the API's StreamWatch, so metrics still get output tokens, usage,
+// and a tee()'d copy is watched behind them in batches (what queued in the copy every 50 ms:
+// core/batch-reader.ts) by the API's StreamWatch, so metrics still get output tokens, usage,
 // TPOT and how the stream ended. Measured in workerd: about the pass-through Worker's CPU per
 // chunk (docs/benchmarks.md). What watching behind cannot do, the bytes being gone before they
 // are seen: replace an engine's in-band error event (the client gets vLLM's own, already in the
@@ -25,7 +25,7 @@
 // (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
 // IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
 // the client's connection broke off without the error event.
-import { batchReader, type BatchReader } from "../core/batch-reader.js";
+import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../core/batch-reader.js";
 import { identityPipe } from "../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../core/errors.js";
 import type { DetachedLeg } from "../pd/leg.js";
@@ -38,9 +38,6 @@ export interface NativeRelayOptions {
   /** The API's error event, as SSE text. */
   errorEvent(err: GatewayError): string;
 }
-
-/** Bytes per look at the copy: a 256-token completion stream is about 55 KiB, so 4 looks. */
-export const WATCH_BATCH = 16384;
 
 const encoder = new TextEncoder();
 
@@ -66,7 +63,7 @@ export class NativeRelay {
     this.watch.sawFirstChunk();
     this.see(first);
     const [branch, copy] = this.leg.body.tee();
-    this.copy = batchReader(copy, WATCH_BATCH);
+    this.copy = batchReader(copy, WATCH_BATCHES);
     for (const s of this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
     const watching = this.watchCopy();
     const writer = this.toClient.writable.getWriter();
@@ -165,12 +162,18 @@ export class NativeRelay {
    *  (the copy breaks too; the client's body, still open, gets the gateway's error event). */
   private async broken(err: unknown, watching: Promise<void>): Promise<void> {
     if (this.tooLarge && !this.clientLeft) return this.sendError(this.tooLarge, true); // the watch is stopped
-    if (!this.clientLeft) await new Promise((r) => setTimeout(r, 0));
+    // A broken engine body breaks the copy too, once it read what queued before the error.
+    if (!this.clientLeft) {
+      this.copy?.hurry();
+      await caughtUp(watching);
+    }
     const cancelled = this.clientLeft || this.broke === undefined;
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
     await watching;
     if (this.inBandError) return this.finish(failedWith(this.inBandError));
-    if (cancelled) return this.finish(CANCELLED);
+    // Closed too: a client whose going the runtime did not pass on (an aborted subrequest)
+    // would otherwise wait on its body for ever.
+    if (cancelled) return this.cancelled();
     // The watch reads behind the pipe, so whether a half-sent event went ahead is unknown: a
     // blank line ends any (after a whole event it is an empty line, which SSE parsers skip).
     return this.sendError(this.watch.brokenStream(errorText(this.broke ?? err)), true);

@@ -1,37 +1,87 @@
-// Reads a byte stream in batches of at least `minBytes` where the runtime can gather them
-// itself (workerd's ReadableStreamBYOBReader.readAtLeast: one JavaScript step per batch
-// rather than per chunk), else chunk by chunk (a stream that is not a byte stream, Node).
+// Reads a tee()'d copy of a byte stream behind its sibling branch in batches, one JavaScript
+// step per batch rather than per chunk (the native relays' watch: api/native-relay.ts,
+// api/engine/native-tail.ts). After each batch it waits `pauseMs`, letting chunks queue in the
+// branch, then takes whatever is queued in one BYOB read (workerd gathers the queued chunks
+// into the buffer). It never asks for more bytes than are there: measured in workerd, a
+// pending readAtLeast(16 KiB) on one tee branch made the source wait for 16 KiB, holding the
+// sibling (the client's branch) back too, so an SSE client got its stream in 16 KiB pieces.
+// A stream that is not a byte stream (Node) is read chunk by chunk.
 export interface BatchReader {
   /** The next batch (valid until the next read), or done. */
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
   /** A pending read then ends: done, or (workerd) rejected with `reason`. */
   cancel(reason?: unknown): Promise<void>;
+  /** No more pauses: the caller needs the copy caught up (a pipe that stopped: did the
+   *  engine's body break, so that the copy breaks too?). */
+  hurry(): void;
 }
 
-export function batchReader(body: ReadableStream<Uint8Array>, minBytes: number): BatchReader {
+/** How long a relay whose pipe stopped waits for its hurried copy to show a broken engine
+ *  body (it reads what queued in one go, then meets the error) before it takes the stop for
+ *  the client's leaving. */
+export const CATCH_UP_MS = 50;
+
+/** `watching` settled, or CATCH_UP_MS passed. */
+export function caughtUp(watching: Promise<void>): Promise<unknown> {
+  return Promise.race([watching, new Promise((r) => setTimeout(r, CATCH_UP_MS))]);
+}
+
+export interface BatchOptions {
+  /** The most one read takes (its buffer). */
+  maxBytes: number;
+  /** The wait before each read that did not fill the buffer. */
+  pauseMs: number;
+}
+
+/** The native relays' watch: a 256-token stream at 20 ms a token is about 100 looks instead of
+ *  256 reads, a stream that comes at once a few; what the watch times (the last token, for
+ *  TPOT) it sees at most the pause late. */
+export const WATCH_BATCHES: BatchOptions = { maxBytes: 64 * 1024, pauseMs: 50 };
+
+export function batchReader(body: ReadableStream<Uint8Array>, o: BatchOptions): BatchReader {
   const byob = byobReader(body);
-  if (!byob) return body.getReader();
-  let buffer = new Uint8Array(minBytes * 2);
+  if (!byob) {
+    const reader = body.getReader();
+    return { read: () => reader.read(), cancel: (reason) => reader.cancel(reason), hurry: () => undefined };
+  }
+  let buffer = new Uint8Array(o.maxBytes);
+  let full = false;
   let ended = false;
+  let cancelled = false;
+  let hurried = false;
+  let wake: (() => void) | undefined;
   return {
     async read() {
-      if (ended) return { done: true, value: undefined };
-      const r = await byob.readAtLeast(minBytes, buffer);
+      if (!full && !hurried) {
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, o.pauseMs);
+        });
+      }
+      wake = undefined;
+      if (ended || cancelled) return { done: true, value: undefined };
+      const r = await byob.read(buffer);
       // The streams spec lets the last bytes come with done: hand them over, end next time.
       ended = r.done;
       if (!r.value || r.value.byteLength === 0) return { done: true, value: undefined };
+      full = r.value.byteLength === o.maxBytes;
       buffer = new Uint8Array(r.value.buffer); // the read transferred it: reuse it next time
       return { done: false, value: r.value };
     },
-    cancel: (reason) => byob.cancel(reason),
+    cancel: (reason) => {
+      cancelled = true;
+      return byob.cancel(reason);
+    },
+    hurry: () => {
+      hurried = true;
+      wake?.();
+    },
   };
 }
 
 function byobReader(body: ReadableStream<Uint8Array>): ReadableStreamBYOBReader | undefined {
   try {
-    const reader = body.getReader({ mode: "byob" });
-    if (typeof reader.readAtLeast === "function") return reader;
-    reader.releaseLock();
+    return body.getReader({ mode: "byob" });
   } catch {
     // not a byte stream: read it chunk by chunk
   }
