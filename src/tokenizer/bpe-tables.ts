@@ -60,7 +60,7 @@ export function installBpe(model: LibBpeModel, vocab: BpeVocab, merges: BpeMerge
   const ready = "lazy" in merges ? undefined : merges;
   let table: IdMergeTable | undefined;
   // Built on first use (or given with the fast form); a lazy one's once its merges resolved.
-  const idTable = (): IdMergeTable | undefined => (table ??= ready ? (ready.table ?? new IdMergeTable(ready.merges)) : lazy!.resolved?.table);
+  const idTable = (): IdMergeTable | undefined => (table ??= ready ? (ready.table ?? new IdMergeTable(ready.merges)) : lazy?.resolved?.table);
   model.add_node = (queue, node) => {
     if (!node.next) return;
     let rank: number;

@@ -100,6 +100,36 @@ describe("scanBpeTokenizerJson", () => {
     expect(scanBpeTokenizerJson(bytes)).toBeDefined();
   });
 
+  // The UTF-8 check of every copy (copyContent: the fast paths and the "a b" merge form), its
+  // table's boundaries each way, against TextDecoder's fatal decoding as the reference: a
+  // sequence is taken exactly when it is well-formed, with its text and UTF-16 length.
+  const fatal = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  const wellFormed = (b: number[]) => {
+    try {
+      return fatal.decode(new Uint8Array(b));
+    } catch {
+      return undefined;
+    }
+  };
+  const SEQUENCES = [
+    [0x7f], [0xc2, 0x80], [0xdf, 0xbf], [0xe0, 0xa0, 0x80], [0xed, 0x9f, 0xbf], [0xee, 0x80, 0x80], [0xef, 0xbf, 0xbf], [0xf0, 0x90, 0x80, 0x80], [0xf4, 0x8f, 0xbf, 0xbf],
+    [0x80], [0xc1, 0xbf], [0xc2, 0x41], [0xe0, 0x9f, 0xbf], [0xed, 0xa0, 0x80], [0xe1, 0x80], [0xf0, 0x8f, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xf5, 0x80, 0x80, 0x80], [0xf1, 0x80, 0x80],
+  ];
+  const POSITIONS = [
+    ["a token", '{"model": {"vocab": {"a": 0, "x@y": 1}, "merges": []}}', (s: ScannedBpe) => Object.keys(read(s).vocab)[1]],
+    ["a merge", '{"model": {"vocab": {"a": 0}, "merges": [["a", "x@y"]]}}', (s: ScannedBpe) => read(s).merges[0]![1]],
+    ['an "a b" merge', '{"model": {"vocab": {"a": 0}, "merges": ["a x@y"]}}', (s: ScannedBpe) => read(s).merges[0]![1]],
+  ] as const;
+  it.each(POSITIONS.flatMap(([where, doc, pick]) => SEQUENCES.map((seq) => [where, seq.map((b) => b.toString(16)).join(" "), doc, pick, seq] as const)))("in %s, bytes %s: taken exactly when well-formed", (where, _hex, doc, pick, seq) => {
+    const bytes = utf8.encode(doc);
+    const at = bytes.indexOf(0x40);
+    const s = scanBpeTokenizerJson(new Uint8Array([...bytes.subarray(0, at), ...seq, ...bytes.subarray(at + 1)]));
+    const text = wellFormed(seq);
+    if (text === undefined) return expect(s).toBeUndefined();
+    expect(pick(s!)).toBe(`x${text}y`);
+    if (where === "a token") expect(s!.lens[1]).toBe(`x${text}y`.length);
+  });
+
   it("a token listed twice: no fast form (JSON.parse keeps the last id; the tables would keep both)", async () => {
     const text = '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2}, "merges": []}}';
     expect(await lazyFastForm(bundle(text), scan(text)!)).toBeUndefined();
