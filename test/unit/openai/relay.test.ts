@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
+import { CATCH_UP_MS } from "../../../src/core/batch-reader.js";
 
 type Step = string | Error;
 /** pulled: the leg cannot hand its stream over, so the relay pulls it through next(); piped: the leg hands its stream over
@@ -197,7 +198,9 @@ describe("sseRelay (native)", () => {
     let end: RelayEnd | undefined;
     const body = await sseRelay(leg, { leg: "engine", clientSignal: new AbortController().signal, now: Date.now, onEnd: (e) => (end = e), native: true });
     await body.cancel();
-    await new Promise((r) => setTimeout(r, 10));
+    // Nothing says the client left but the stopped pipe: the relay waits up to CATCH_UP_MS for
+    // the copy to show a broken engine body before it takes the stop for the client's going.
+    await new Promise((r) => setTimeout(r, CATCH_UP_MS + 20));
     expect(state.bodyCancelled).toBe(true);
     expect(state.ended).toBe("cancelled");
     expect(end).toMatchObject({ outcome: "cancelled", status: 499 });
