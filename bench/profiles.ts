@@ -49,6 +49,7 @@ export async function takeProfiles(ctx: BenchContext, bundlePath: string): Promi
   const steps: [() => Promise<ProfileResult>][] = [
     [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "non-streamed completion", { spec: SMALL_COMPLETION }, map)],
     [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "256-token SSE stream", { spec: sse }, map)],
+    [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "256-token SSE stream, sse_relay native", { spec: { ...sse, body: completionBody({ model: M.aggNative, maxTokens: 256, stream: true }) } }, map)],
     // connect+proto without a deadline: the raw frame relay (docs/api.md).
     [() => profileOne(ctx, gw.target, gw.workerPid(), gw.dev.inspectorPort, "256-token Connect stream", { connectStream: M.agg }, map)],
     [() => profileOne(ctx, ctx.passthrough.target, ctx.passthrough.workerPid(), ctx.passthrough.dev.inspectorPort, "non-streamed completion", { spec: SMALL_COMPLETION })],

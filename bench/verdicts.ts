@@ -92,7 +92,9 @@ type FloorStream = "256-token SSE stream" | "256-token Connect stream";
 /** The relay-floor shape each per-chunk target's relay is built on (the floor it cannot beat). */
 const FLOOR_OF: Partial<Record<string, [FloorStream, keyof typeof FLOOR_CASES]>> = {
   "ratio-sse": ["256-token SSE stream", "loop"],
-  "ratio-connect": ["256-token Connect stream", "pull"],
+  "ratio-sse-native": ["256-token SSE stream", "teepipe"],
+  // generate_relay "native" (the default): the raw relay's first frames in JS, then the tee.
+  "ratio-connect": ["256-token Connect stream", "teepipe"],
 };
 
 /** CPU per chunk of a bare Worker relaying `stream` in `shape` (bench/relay-floor-worker), over
@@ -191,12 +193,14 @@ function perChunkExplanation(r: BenchResult, missed: Verdict[]): string {
   const over = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? `${f(a / b)}x` : "n/a");
   return (
     `**Per-chunk relay cost (${missed.filter((m) => m.id.startsWith("ratio-sse") || m.id === "ratio-connect").map((m) => `${m.figure}: ${m.value}`).join("; ")}).** ` +
-    "These targets sit below what workerd charges any relay that runs JavaScript per chunk. A bare Worker that does nothing per chunk but relay it " +
+    "What workerd charges a relay of each shape bounds these figures from below. A bare Worker that does nothing per chunk but relay it " +
     "(bench/relay-floor-worker, measured in this run on the same streams) costs, per chunk, over the pass-through Worker: " +
     `a read loop into an IdentityTransformStream (the inspecting SSE relay's shape) ${x(fl("256-token SSE stream", "loop"))} on SSE and ${x(fl("256-token Connect stream", "loop"))} on Connect; ` +
     `tee() with one branch read in JS ${x(fl("256-token SSE stream", "tee"))} on SSE (cheaper, but the client's branch cannot be held back or rewritten, so an engine's in-band error would reach the client as the engine wrote it); ` +
-    `a JS-pulled ReadableStream body (the shape a streamed Generate's early head needs, so that a client leaving during prefill is seen: api/engine/early-head.ts) ${x(fl("256-token Connect stream", "pull"))} on Connect. ` +
-    `The gateway's inspecting SSE relay is ${x(sse)} (${over(sse, fl("256-token SSE stream", "loop"))} its floor), the raw Connect relay ${x(connect)} (${over(connect, fl("256-token Connect stream", "pull"))} its floor). ` +
-    `Only a relay with no JS per chunk meets 1.5x: \`sse_relay: "native"\` at ${over(native, ptSse)} (the engine's body piped natively to the client, a tee()d copy read behind it in 16 KiB batches for metrics).`
+    `a JS-pulled ReadableStream body (the shape a streamed Generate's early head needs, so that a client leaving during prefill is seen: api/engine/early-head.ts) ${x(fl("256-token Connect stream", "pull"))} on Connect; ` +
+    `the native relays' shape, tee() with one branch piped natively and the other read in 50 ms batches (api/native-relay.ts, api/engine/native-tail.ts), ${x(fl("256-token SSE stream", "teepipe"))} on SSE and ${x(fl("256-token Connect stream", "teepipe"))} on Connect, against ${x(fl("256-token SSE stream", "pipe"))} for the same pipe with no copy: ` +
+    "watching a tee()d copy at all costs the runtime's tee work per chunk, however seldom the copy is read. " +
+    `The gateway's inspecting SSE relay is ${x(sse)} (${over(sse, fl("256-token SSE stream", "loop"))} its floor), \`sse_relay: "native"\` ${over(native, ptSse)} (${over(native !== undefined && ptSse ? native / ptSse : undefined, fl("256-token SSE stream", "teepipe"))} its floor), ` +
+    `the Connect stream on the default \`generate_relay: "native"\` ${x(connect)} (${over(connect, fl("256-token Connect stream", "teepipe"))} its floor).`
   );
 }
