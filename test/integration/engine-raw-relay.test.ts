@@ -83,15 +83,17 @@ describe.each([
 });
 
 describe.each([
-  ["Connect", "application/connect+proto", "connect", 0x02],
-  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80],
-] as const)("%s raw bytes", (_name, contentType, transport, endFlag) => {
+  ["Connect", "application/connect+proto", "connect", 0x02, "native"],
+  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80, "native"],
+  ["Connect", "application/connect+proto", "connect", 0x02, "frames"],
+  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80, "frames"],
+] as const)("%s raw bytes (%s, engines over %s, end flag %i, generate_relay %s)", (_name, contentType, transport, endFlag, generateRelay) => {
   const post = (gw: TestGateway, requestId: string, headers: Record<string, string> = {}) =>
     gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": contentType, "x-model": MODEL, ...headers }, body: envelope(0, generateRequest({ ...REQUEST, requestId })) });
 
   it("the body is byte for byte what the decoded path sends, end-of-stream frame included", async () => {
     cluster = await startTestCluster({ engines: pairSpecs() });
-    const gw = testGateway(pairConfig(cluster, { transport }));
+    const gw = testGateway(pairConfig(cluster, { transport, generateRelay }));
     const rawRes = await post(gw, "bytes");
     const rawBytes = new Uint8Array(await rawRes.arrayBuffer());
     expect(rawRelays()).toBe(1);
@@ -109,7 +111,7 @@ describe.each([
 
   it("a client that cancels mid-stream aborts the decode engine at once; no blocks stay pinned", async () => {
     cluster = await startTestCluster({ engines: pairSpecs({}, { latency: { perPromptTokenMs: 0.01, perOutputTokenMs: 40, perBlockPullMs: 0.01 } }) });
-    const gw = testGateway(pairConfig(cluster, { transport }));
+    const gw = testGateway(pairConfig(cluster, { transport, generateRelay }));
     const res = await post(gw, "leaves", {});
     const reader = res.body!.getReader();
     let seen = 0;
@@ -130,7 +132,9 @@ describe.each([
   });
 });
 
-describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the raw relay's errors are the decoded path's", (transport) => {
+// The frames relay's errors: the native relay's (the engine's own end passed on) are in
+// engine-native-tail.test.ts.
+describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the frames relay's errors are the decoded path's", (transport) => {
   const faults = [
     ["an in-band error after some frames", { failAfterFrames: { frames: 3, code: "resource_exhausted", message: "kv cache full" }, leg: "decode" }],
     ["an error mid-stream", { failMidStream: { afterTokens: 4, code: "internal", message: "engine fell over" }, leg: "decode" }],
@@ -140,7 +144,7 @@ describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the ra
 
   it.each(faults)("%s", async (_name, fault) => {
     cluster = await startTestCluster({ engines: pairSpecs({ leaseMs: 500 }) });
-    const gw = testGateway({ ...pairConfig(cluster, { transport }), retry: { disabled: true } });
+    const gw = testGateway({ ...pairConfig(cluster, { transport, generateRelay: "frames" }), retry: { disabled: true } });
     await cluster.setFaults("decode", { ...fault, count: 1 } as never);
     const raw = await viaClient(gw, transport, true, "fails");
     expect(rawRelays()).toBe(1);
