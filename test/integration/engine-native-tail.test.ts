@@ -2,9 +2,9 @@
 // client (api/engine/native-tail.ts): a completed stream and a client that leaves are in
 // engine-raw-relay.test.ts (bytes as the decoded path's; the decode engine's Abort). Here: the
 // engine's own error end passed on as the engine wrote it, and the gateway's error end after a
-// body without end-of-stream frame or cut inside a frame; metrics as the frames relay's.
-// A body that breaks off mid-stream (no sim fault for it on the gRPC surface) is in
-// test/unit/engine/native-tail.test.ts.
+// body without end-of-stream frame, broken off (connection lost) or cut inside a frame;
+// metrics as the frames relay's.
+// The same endings over a stand-in leg in Node are in test/unit/engine-surface/native-tail.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -24,7 +24,9 @@ afterEach(async () => {
   cluster = undefined;
 });
 
-const rawRelays = () => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes("relaying the engine's frames as sent")).length;
+const logged = (msg: string) => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes(msg)).length;
+const rawRelays = () => logged("relaying the engine's frames as sent");
+const nativeTails = () => logged("piping the rest of the engine's body natively");
 
 const REQUEST = { input: { case: "text" as const, value: "pipe the rest natively" }, samplingParams: { maxTokens: 24, ignoreEos: true }, stream: true };
 
@@ -57,6 +59,7 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     const gw = await setUp();
     const got = await viaClient(gw, transport, true, "done");
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(1);
     expect(got.error).toBeUndefined();
     await cluster!.reset();
     const reference = await viaClient(gw, transport, false, "done");
@@ -77,6 +80,7 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     const gw = await setUp(fault);
     const got = await viaClient(gw, transport, true, "fails");
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(1);
     expect(got.messages.length).toBeGreaterThan(0);
     expect(errorOf(got)).toMatchObject({ code, message, gatewayCode: null });
     await cluster!.reset();
@@ -94,6 +98,7 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     const gw = await setUp({ malformedResponse: "no-end" });
     const got = await viaClient(gw, transport, true, "no-end");
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(1);
     await cluster!.reset();
     await cluster!.setFaults("decode", { malformedResponse: "no-end", leg: "decode", count: 1 } as never);
     const decoded = await viaClient(gw, transport, false, "no-end");
@@ -105,11 +110,33 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     expect(native).toMatchObject({ status: reference!.status, errorCode: "decode_stream_error" });
   });
 
+  it("a body that breaks off (the engine's connection lost): the gateway's error end, as the decoded path's", async () => {
+    const gw = await setUp({ malformedResponse: "reset-after-frame" });
+    const got = await viaClient(gw, transport, true, "reset");
+    expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(1);
+    await cluster!.reset();
+    await cluster!.setFaults("decode", { malformedResponse: "reset-after-frame", leg: "decode", count: 1 } as never);
+    const decoded = await viaClient(gw, transport, false, "reset");
+    expect(got.messages).toHaveLength(1);
+    expect(got.messages).toEqual(decoded.messages);
+    expect(errorOf(got)).toEqual(errorOf(decoded));
+    expect(errorOf(got)!.gatewayCode).toMatch(/^decode_/);
+    await gw.settle();
+    const [native, reference] = gw.metrics.ofType("request");
+    expect(native).toMatchObject({ status: reference!.status, errorCode: reference!.errorCode });
+    expect(gw.metrics.ofType("stream_complete")).toHaveLength(0);
+  });
+
   it("a body cut inside a frame: the client's decoder fails on the broken frame (an error, never a clean end)", async () => {
     const gw = await setUp({ malformedResponse: "cut-after-frame" });
     const got = await viaClient(gw, transport, true, "cut");
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(1);
     expect(got.error).toBeDefined();
+    // The body closes right after the cut frame (no gateway end behind it: the client would
+    // read it as the frame's rest): the client's own decoder fails at once.
+    expect(got.error!.rawMessage).toMatch(/incomplete envelope/);
     expect(got.messages).toHaveLength(1);
     await gw.settle();
     expect(gw.metrics.ofType("request")).toMatchObject([{ errorCode: "decode_stream_error" }]);

@@ -24,7 +24,9 @@ afterEach(async () => {
 });
 
 /** How many Generate calls took the raw relay since the spy was set. */
-const rawRelays = () => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes("relaying the engine's frames as sent")).length;
+const logged = (msg: string) => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes(msg)).length;
+const rawRelays = () => logged("relaying the engine's frames as sent");
+const nativeTails = () => logged("piping the rest of the engine's body natively");
 
 const REQUEST = { input: { case: "text" as const, value: "relay me as you got me" }, samplingParams: { maxTokens: 24, ignoreEos: true }, stream: true };
 
@@ -97,6 +99,7 @@ describe.each([
     const rawRes = await post(gw, "bytes");
     const rawBytes = new Uint8Array(await rawRes.arrayBuffer());
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(generateRelay === "native" ? 1 : 0);
     await cluster.reset();
     // A deadline keeps a request on the decoded path (connect-es enforces it).
     const timeout: Record<string, string> = transport === "connect" ? { "connect-timeout-ms": "60000" } : { "grpc-timeout": "60S" };
@@ -121,6 +124,7 @@ describe.each([
       seen += frames(r.value).length;
     }
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(generateRelay === "native" ? 1 : 0);
     expect((await cluster.stats("decode")).activeRequests).toBe(1);
     await reader.cancel();
     await eventually(async () => expect((await cluster!.stats("decode")).abortedRequestIds).toEqual(["leaves"]), 2_000);
@@ -140,6 +144,7 @@ describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the fr
     ["an error mid-stream", { failMidStream: { afterTokens: 4, code: "internal", message: "engine fell over" }, leg: "decode" }],
     ["a body cut inside a frame after the first message", { malformedResponse: "cut-after-frame", leg: "decode" }],
     ["a body that ends without end-of-stream", { malformedResponse: "no-end", leg: "decode" }],
+    ["a body that breaks off (the engine's connection lost)", { malformedResponse: "reset-after-frame", leg: "decode" }],
   ] as const;
 
   it.each(faults)("%s", async (_name, fault) => {

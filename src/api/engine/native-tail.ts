@@ -3,12 +3,13 @@
 // deadline are decided by then), goes to the client through the runtime's own pipe, the SSE
 // native relay's pattern (api/native-relay.ts): the body is tee()'d, one branch piped into the
 // client's body (an IdentityTransformStream, left open: preventClose, preventAbort), the other
-// read behind it by the relay's FrameWatch, for timing,
-// usage and the end-of-stream frame. The client speaks the engine's protocol, so the engine's
-// end-of-stream frame goes out as the engine wrote it, an engine's error end included. Once the
-// pipe settles, a body that broke off or ended without that frame gets the gateway's error end
-// (end-frames.ts, naming the engine); a body cut mid-frame leaves the client a broken frame
-// before it, which its decoder reports as an error too, never as a clean end.
+// read behind it by the relay's FrameWatch, for timing, usage and the end-of-stream frame. The
+// client speaks the engine's protocol, so the engine's end-of-stream frame goes out as the
+// engine wrote it, an engine's error end included. Once the pipe settles, a body that broke
+// off or ended without that frame gets the gateway's error end (end-frames.ts, naming the
+// engine), unless the watch stopped inside a frame: an end frame there would be read as that
+// frame's rest, so the body is closed and the client's decoder fails on the cut frame (an
+// error too, never a clean end).
 //
 // The client leaving shows on the leg's signal (request.signal through the pipeline), which
 // stops the pipe and the copy (so the engine's body is cancelled), and the leg is ended as
@@ -69,7 +70,9 @@ export class NativeTail {
     leg.signal.removeEventListener("abort", this.stopWatching);
     this.settle(pipeFailed);
     const final = this.host.takeFinal();
-    if (final && !this.clientLeft) await this.write(client, final);
+    // Behind a frame cut short the client would read an end frame as that frame's rest (and
+    // wait for more): closing the body fails its decoder at once instead.
+    if (final && !this.clientLeft && this.host.scanner.atBoundary) await this.write(client, final);
     return this.close(client);
   }
 

@@ -161,6 +161,7 @@ export class RawRelay implements TailHost {
 
   /** Ends the JavaScript part: the body (and any frame begun) goes to the native tail. */
   private handOff(): undefined {
+    console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
     this.reader.releaseLock();
     this.tail = new NativeTail(this, this.cutter.release());
     return undefined;
