@@ -15,8 +15,10 @@ export function withNativeTail(early: ReadableStream<Uint8Array>, tailOf: () => 
       const tail = tailOf();
       return tail ? tail.run(pipe.writable) : pipe.writable.close();
     },
-    // The early stream was cancelled (the client left) or errored (the pipe aborted the body).
-    () => undefined,
+    // The client left (the pipe's write failed, or the early stream was cancelled) or the early
+    // stream errored. A relay that handed its body over just before still needs its tail run:
+    // it sees the client gone and ends the leg as cancelled (else its end would never come).
+    () => tailOf()?.run(pipe.writable),
   );
   waitUntil(relaying.catch(() => undefined));
   return pipe.readable as ReadableStream<Uint8Array>;

@@ -16,6 +16,7 @@
 // cancelled (its Abort) once they stopped, unless the watch had seen the engine's end (a client
 // closes its end after an error end); or, with no signal, as the pipe failing once the runtime
 // cancelled the client's body while the copy reads on.
+import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
 import type { EnvelopeScanner } from "../../core/envelope.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
@@ -37,7 +38,7 @@ export interface TailHost {
 }
 
 export class NativeTail {
-  private copy: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  private copy: BatchReader | undefined;
   private broke: { err: unknown } | undefined;
   private watchStopped = false;
 
@@ -56,18 +57,21 @@ export class NativeTail {
       return this.close(client);
     }
     const [branch, copy] = leg.body.tee();
-    // Chunk by chunk, not in batches (core/batch-reader.ts): measured in workerd, a pending
-    // readAtLeast on one tee branch held the client's branch back too (the client got the
-    // stream's frames in one piece at its end).
-    this.copy = copy.getReader();
-    leg.signal.addEventListener("abort", this.stopWatching, { once: true });
+    const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
+    // The client leaving stops the pipe (its signal); the copy, up to a pause behind, first
+    // reads what queued (the engine's end may be in it), then is stopped.
+    leg.signal.addEventListener("abort", reader.hurry, { once: true });
     const watching = this.watchCopy();
     const pipeFailed = await this.pipe(branch, client);
-    // A broken engine body fails the copy too: let its read say so before judging.
-    if (pipeFailed && !leg.signal.aborted) await new Promise((r) => setTimeout(r, 0));
-    if (pipeFailed && (leg.signal.aborted || !this.broke)) this.stopWatching();
+    leg.signal.removeEventListener("abort", reader.hurry);
+    reader.hurry();
+    // Stopped: a broken engine body breaks the copy too, once it read what queued; a client
+    // that left leaves the copy reading an engine that goes on, so it is stopped then.
+    if (pipeFailed) {
+      await caughtUp(watching);
+      if (leg.signal.aborted || !this.broke) this.stopWatching();
+    }
     await watching;
-    leg.signal.removeEventListener("abort", this.stopWatching);
     this.settle(pipeFailed);
     const final = this.host.takeFinal();
     // Behind a frame cut short the client would read an end frame as that frame's rest (and
@@ -98,15 +102,16 @@ export class NativeTail {
   private settle(pipeFailed: boolean): void {
     const { host } = this;
     if (host.over) return;
-    if (this.broke) return host.fail(host.leg.failure("read", this.broke.err));
-    // Seen before the client went (a client closes its end on an error end): the client has
-    // the whole stream, an engine's error end as the engine wrote it (no gateway end after).
+    // The engine's end frame decides once the watch saw it (it went to the client: no gateway
+    // end after it), even if the client then closed before the pipe saw the body's end (a
+    // client closes on the end frame) or the body broke after it.
     const end = host.watch.endPayload;
     if (end) {
       host.endedWith(end);
       host.takeFinal();
       return;
     }
+    if (this.broke) return host.fail(host.leg.failure("read", this.broke.err));
     if (pipeFailed) return host.cancel(); // not the engine's body: the client's went
     host.fail(host.leg.failure(host.scanner.atBoundary ? "missing-end" : "incomplete"));
   }
