@@ -1,12 +1,12 @@
 // Fault injection below the RPC layer: a Generate answered with bytes a real servicer would
 // never send (an unparsable protobuf message, a frame cut short, or after one good message a
-// frame cut short or no end-of-stream at all), so gateways can prove they map broken engine
-// output to an error instead of crashing or hanging.
+// frame cut short, no end-of-stream at all, or the connection lost), so gateways can prove
+// they map broken engine output to an error instead of crashing or hanging.
 import type http from "node:http";
 import type { SimEngine } from "./engine.js";
 
-export type MalformedKind = "garbage" | "truncated" | "cut-after-frame" | "no-end";
-export const MALFORMED_KINDS: readonly MalformedKind[] = ["garbage", "truncated", "cut-after-frame", "no-end"];
+export type MalformedKind = "garbage" | "truncated" | "cut-after-frame" | "no-end" | "reset-after-frame";
+export const MALFORMED_KINDS: readonly MalformedKind[] = ["garbage", "truncated", "cut-after-frame", "no-end", "reset-after-frame"];
 
 /** A GenerateResponse chunk with token id 1, enveloped: a frame a client decodes fine. */
 const GOOD_FRAME = Buffer.from([0, 0, 0, 0, 5, 0x0a, 0x03, 0x0a, 0x01, 0x01]);
@@ -31,6 +31,11 @@ export function answerMalformed(engine: SimEngine, req: http.IncomingMessage, re
   } else if (kind === "cut-after-frame") {
     res.write(GOOD_FRAME);
     setTimeout(() => res.end(Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x01, 0x61])), 20);
+  } else if (kind === "reset-after-frame") {
+    // An engine process that dies mid-stream: the connection goes without the body's end
+    // (no last chunk), so the client's read of the body fails.
+    res.write(GOOD_FRAME);
+    setTimeout(() => res.socket?.destroy(), 20);
   } else {
     res.write(GOOD_FRAME);
     setTimeout(() => res.end(GOOD_FRAME), 20);

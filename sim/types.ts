@@ -19,9 +19,10 @@ export interface SimFault {
   failAfterFrames?: { frames: number; code: string; message?: string };
   /** Generate over HTTP/1.1 (Connect, gRPC-web) answers with an unparsable protobuf message
    *  ("garbage"), a frame cut short ("truncated"), or one good message followed by a frame cut
-   *  short ("cut-after-frame") or by nothing: no end-of-stream ("no-end"); applies whatever
+   *  short ("cut-after-frame"), by nothing: no end-of-stream ("no-end"), or by the connection
+   *  lost without the body's end ("reset-after-frame", an engine that died); applies whatever
    *  the leg. */
-  malformedResponse?: "garbage" | "truncated" | "cut-after-frame" | "no-end";
+  malformedResponse?: "garbage" | "truncated" | "cut-after-frame" | "no-end" | "reset-after-frame";
   /** HTTP/1.1 listener: close the connection on a generation request without answering, as a
    *  keep-alive connection the engine closed just as the request was written. Applied before
    *  the body is read, so `leg` does not filter it. */

@@ -30,6 +30,8 @@ export interface LoadedModel {
   tokenizer?: TokenizerSource;
   /** How the OpenAI surface relays this model's SSE streams (schema.ts). */
   sse_relay: "inspect" | "native";
+  /** How the VllmEngine surface relays this model's streamed Generate (schema.ts). */
+  generate_relay: "frames" | "native";
   apis_via_chat: boolean;
   /** The configured tool-call and reasoning parsers; unset: chosen from the model
    *  (src/parsers/resolve.ts, docs/tools.md). */
@@ -76,6 +78,7 @@ export function parseConfig(value: GatewayConfigVar): LoadedConfig {
       encode: pools.encode.map(name("encode")),
       regular: pools.regular.map(name("regular")),
       sse_relay: pools.sse_relay,
+      generate_relay: pools.generate_relay,
       apis_via_chat: pools.apis_via_chat,
       ...(pools.tokenizer ? { tokenizer: pools.tokenizer } : {}),
       ...(pools.tool_parser ? { tool_parser: pools.tool_parser } : {}),

@@ -120,6 +120,14 @@ function build() {
        *  it); "inspect" watches every chunk on its way (in-band errors rewritten). See
        *  docs/configuration.md. */
       sse_relay: z.enum(["inspect", "native"]).default("native"),
+      /** How the VllmEngine surface relays this model's streamed Generate when the client's
+       *  wire format is the engine's (binary, uncompressed, no deadline): "native" (the
+       *  default) reads the engine's frames in JavaScript until the first decode frames went
+       *  out, then pipes the rest of the body natively and watches a copy behind it (the
+       *  engine's own end-of-stream frame reaches the client as the engine wrote it);
+       *  "frames" reads every engine chunk in JavaScript (the gateway writes the end). See
+       *  docs/configuration.md. */
+      generate_relay: z.enum(["frames", "native"]).default("native"),
       /** Serve /v1/responses through the engines' chat completions, for
        *  openai-http engines whose vLLM lacks it (docs/responses-and-messages.md).
        *  VllmEngine-served models always go through chat. */

@@ -157,7 +157,7 @@ export function mergeModels(models: Record<string, LoadedModel>, engines: readon
       console.error(JSON.stringify({ msg: "registry engine skipped", engine: String(e.id), problem }));
       continue;
     }
-    const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS().policy }, pd: { ...MODEL_DEFAULTS().pd }, sse_relay: MODEL_DEFAULTS().sse_relay, apis_via_chat: MODEL_DEFAULTS().apis_via_chat, prefill: [], decode: [], encode: [], regular: [] });
+    const m = (out[e.model] ??= { policy: { ...MODEL_DEFAULTS().policy }, pd: { ...MODEL_DEFAULTS().pd }, sse_relay: MODEL_DEFAULTS().sse_relay, generate_relay: MODEL_DEFAULTS().generate_relay, apis_via_chat: MODEL_DEFAULTS().apis_via_chat, prefill: [], decode: [], encode: [], regular: [] });
     if (m[e.role].some((c) => c.name === e.id)) continue;
     m[e.role].push(toEngineConfig(e));
   }

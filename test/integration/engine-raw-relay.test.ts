@@ -24,7 +24,9 @@ afterEach(async () => {
 });
 
 /** How many Generate calls took the raw relay since the spy was set. */
-const rawRelays = () => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes("relaying the engine's frames as sent")).length;
+const logged = (msg: string) => debug.mock.calls.filter((c: unknown[]) => String(c[0]).includes(msg)).length;
+const rawRelays = () => logged("relaying the engine's frames as sent");
+const nativeTails = () => logged("piping the rest of the engine's body natively");
 
 const REQUEST = { input: { case: "text" as const, value: "relay me as you got me" }, samplingParams: { maxTokens: 24, ignoreEos: true }, stream: true };
 
@@ -83,18 +85,21 @@ describe.each([
 });
 
 describe.each([
-  ["Connect", "application/connect+proto", "connect", 0x02],
-  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80],
-] as const)("%s raw bytes", (_name, contentType, transport, endFlag) => {
+  ["Connect", "application/connect+proto", "connect", 0x02, "native"],
+  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80, "native"],
+  ["Connect", "application/connect+proto", "connect", 0x02, "frames"],
+  ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80, "frames"],
+] as const)("%s raw bytes (%s, engines over %s, end flag %i, generate_relay %s)", (_name, contentType, transport, endFlag, generateRelay) => {
   const post = (gw: TestGateway, requestId: string, headers: Record<string, string> = {}) =>
     gw.fetch(GENERATE_URL, { method: "POST", headers: { "content-type": contentType, "x-model": MODEL, ...headers }, body: envelope(0, generateRequest({ ...REQUEST, requestId })) });
 
   it("the body is byte for byte what the decoded path sends, end-of-stream frame included", async () => {
     cluster = await startTestCluster({ engines: pairSpecs() });
-    const gw = testGateway(pairConfig(cluster, { transport }));
+    const gw = testGateway(pairConfig(cluster, { transport, generateRelay }));
     const rawRes = await post(gw, "bytes");
     const rawBytes = new Uint8Array(await rawRes.arrayBuffer());
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(generateRelay === "native" ? 1 : 0);
     await cluster.reset();
     // A deadline keeps a request on the decoded path (connect-es enforces it).
     const timeout: Record<string, string> = transport === "connect" ? { "connect-timeout-ms": "60000" } : { "grpc-timeout": "60S" };
@@ -109,7 +114,7 @@ describe.each([
 
   it("a client that cancels mid-stream aborts the decode engine at once; no blocks stay pinned", async () => {
     cluster = await startTestCluster({ engines: pairSpecs({}, { latency: { perPromptTokenMs: 0.01, perOutputTokenMs: 40, perBlockPullMs: 0.01 } }) });
-    const gw = testGateway(pairConfig(cluster, { transport }));
+    const gw = testGateway(pairConfig(cluster, { transport, generateRelay }));
     const res = await post(gw, "leaves", {});
     const reader = res.body!.getReader();
     let seen = 0;
@@ -119,6 +124,7 @@ describe.each([
       seen += frames(r.value).length;
     }
     expect(rawRelays()).toBe(1);
+    expect(nativeTails()).toBe(generateRelay === "native" ? 1 : 0);
     expect((await cluster.stats("decode")).activeRequests).toBe(1);
     await reader.cancel();
     await eventually(async () => expect((await cluster!.stats("decode")).abortedRequestIds).toEqual(["leaves"]), 2_000);
@@ -130,17 +136,20 @@ describe.each([
   });
 });
 
-describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the raw relay's errors are the decoded path's", (transport) => {
+// The frames relay's errors: the native relay's (the engine's own end passed on) are in
+// engine-native-tail.test.ts.
+describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the frames relay's errors are the decoded path's", (transport) => {
   const faults = [
     ["an in-band error after some frames", { failAfterFrames: { frames: 3, code: "resource_exhausted", message: "kv cache full" }, leg: "decode" }],
     ["an error mid-stream", { failMidStream: { afterTokens: 4, code: "internal", message: "engine fell over" }, leg: "decode" }],
     ["a body cut inside a frame after the first message", { malformedResponse: "cut-after-frame", leg: "decode" }],
     ["a body that ends without end-of-stream", { malformedResponse: "no-end", leg: "decode" }],
+    ["a body that breaks off (the engine's connection lost)", { malformedResponse: "reset-after-frame", leg: "decode" }],
   ] as const;
 
   it.each(faults)("%s", async (_name, fault) => {
     cluster = await startTestCluster({ engines: pairSpecs({ leaseMs: 500 }) });
-    const gw = testGateway({ ...pairConfig(cluster, { transport }), retry: { disabled: true } });
+    const gw = testGateway({ ...pairConfig(cluster, { transport, generateRelay: "frames" }), retry: { disabled: true } });
     await cluster.setFaults("decode", { ...fault, count: 1 } as never);
     const raw = await viaClient(gw, transport, true, "fails");
     expect(rawRelays()).toBe(1);

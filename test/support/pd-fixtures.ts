@@ -18,6 +18,8 @@ export function pairSpecs(prefill: Partial<EngineSpec> = {}, decode: Partial<Eng
 }
 
 export interface PairConfigOptions {
+  /** The model's generate_relay (default: the config's default, "native"). */
+  generateRelay?: "frames" | "native";
   prefill?: Record<string, unknown>;
   decode?: Record<string, unknown>;
   transport?: "connect" | "grpc-web";
@@ -34,6 +36,7 @@ export function pairConfig(cluster: TestCluster, o: PairConfigOptions = {}) {
         prefill: [{ name: "prefill", url: cluster.url("prefill"), transport, ...o.prefill }],
         decode: [{ name: "decode", url: cluster.url("decode"), transport, ...o.decode }],
         ...(o.encode ? { encode: [{ name: "encode", url: cluster.url("decode"), transport }] } : {}),
+        ...(o.generateRelay ? { generate_relay: o.generateRelay } : {}),
       },
     },
     pd: { deferred_abort_max_ms: o.deferredAbortMaxMs ?? 25_000, engine_info_ttl_ms: 0 },

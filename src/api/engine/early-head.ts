@@ -18,6 +18,7 @@ import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { RawHandover } from "./raw-handover.js";
 import type { RawRelay } from "./raw-relay.js";
+import { withNativeTail } from "./native-body.js";
 
 /** Opened by the handler with its response headers once they are final. */
 export class HeadLatch {
@@ -42,13 +43,16 @@ export interface Keepalive {
 /** connect-es's response when it comes first; otherwise a response whose head is the latch's
  *  headers and whose body relays connect-es's body when it comes, with keepalive frames
  *  before its first chunk, or, when the handler hands a leg's raw body over (`handover`),
- *  that relay's bytes instead. `onCancel` runs when the body is cancelled (the client left). */
+ *  that relay's bytes instead. `onCancel` runs when the body is cancelled (the client left).
+ *  A handover whose relay may end natively (`nativeTail`) gets a native body instead
+ *  (native-body.ts), with this body as its early part. */
 export async function respondEarly(
   responding: Promise<UniversalServerResponse>,
   latch: HeadLatch,
   onCancel: (reason: unknown) => void,
   keepalive?: Keepalive,
   handover?: RawHandover,
+  waitUntil: (p: Promise<unknown>) => void = () => undefined,
 ): Promise<Response> {
   const first = await Promise.race([responding.then((r) => ({ r })), latch.opened.then(() => undefined)]);
   if (first) {
@@ -94,7 +98,8 @@ export async function respondEarly(
       await source.cancel();
     },
   });
-  return new Response(body, { status: 200, headers: header });
+  const out = handover?.nativeTail ? withNativeTail(body, () => source.raw?.tail, waitUntil) : body;
+  return new Response(out, { status: 200, headers: header });
 }
 
 /** Where the body's chunks come from: connect-es's body, or a raw relay handed over before
@@ -102,7 +107,7 @@ export async function respondEarly(
 class BodySource {
   private iterator: AsyncIterator<Uint8Array> | undefined;
   /** The relay handed over, once it was. */
-  raw: Pick<RawRelay, "next" | "cancel"> | undefined;
+  raw: Pick<RawRelay, "next" | "cancel" | "tail"> | undefined;
 
   constructor(
     private readonly responding: Promise<UniversalServerResponse>,

@@ -54,6 +54,8 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     });
     metrics.forJob(job);
     const handover = ctx.values.get(rawHandoverKey);
+    // Before the head goes out: the response body it comes with depends on it (early-head.ts).
+    if (handover) handover.nativeTail = gw.routing.models[model]?.generate_relay === "native";
     const family = vllmEngineFamily(gw.isolate, gw.config.pd.engine_info_ttl_ms);
     const result = await runPipeline(gw.pipeline(model), {
       job,
@@ -106,7 +108,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
 
 /** Hands the leg's raw body to the response (raw-relay.ts) and waits for the relay's end. */
 function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming): Promise<RelayEnd> {
-  const relay = new RawRelay(leg, handover.protocol, timing);
+  const relay = new RawRelay(leg, handover.protocol, timing, handover.nativeTail);
   if (!handover.give(relay)) relay.cancel(); // the client already left
   return relay.ended;
 }

@@ -6,12 +6,15 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { RawRelay } from "./raw-relay.js";
 
-type RawJob = Pick<RawRelay, "next" | "cancel">;
+type RawJob = Pick<RawRelay, "next" | "cancel" | "tail">;
 
 export class RawHandover {
   readonly taken: Promise<RawJob>;
   private take!: (job: RawJob) => void;
   private closed = false;
+  /** Set by the handler before the head goes out (the model's generate_relay is "native"):
+   *  the response body is then a native pipe the relay's tail can be piped into. */
+  nativeTail = false;
 
   constructor(readonly protocol: "connect" | "grpc-web") {
     this.taken = new Promise((r) => (this.take = r));

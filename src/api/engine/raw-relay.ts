@@ -13,72 +13,18 @@
 // stream gives its writer no sign of a cancelled body until the next write, so a client that
 // leaves while nothing is written (a long prefill without keepalive) would go unseen; the
 // early head's ReadableStream is told at once (its cancel).
-import { fromBinary } from "@bufbuild/protobuf";
-import { GenerateResponseSchema } from "../../gen/vllm_engine_pb.js";
 import { concatBytes } from "../../core/body.js";
-import { COMPRESSED_FLAG, EnvelopeScanner, lengthDelimitedTag, MAX_FRAME_BYTES, type EnvelopeSink } from "../../core/envelope.js";
+import { COMPRESSED_FLAG, EnvelopeScanner } from "../../core/envelope.js";
+import { FrameWatch } from "./frame-watch.js";
+import { NativeTail, type TailHost } from "./native-tail.js";
 import type { GatewayError } from "../../core/errors.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
-import { chunkUsage } from "./chunk-usage.js";
 import { endFrame } from "./end-frames.js";
 import { toConnectError } from "./errors.js";
 import type { StreamTiming } from "./stream-timing.js";
 
 export type RelayEnd = { outcome: "completed" } | { outcome: "cancelled" } | { outcome: "failed"; error: GatewayError };
-
-/** GenerateResponse's oneof: chunk = 1, complete = 2 (proto/vllm_engine.proto). */
-const CHUNK_TAG = lengthDelimitedTag(1);
-const COMPLETE_TAG = lengthDelimitedTag(2);
-
-/** Watches frames for StreamTiming and keeps the end-of-stream payload. */
-class FrameWatch implements EnvelopeSink {
-  endPayload: Uint8Array | undefined;
-  compressed = false;
-  /** A message declared larger than MAX_FRAME_BYTES: the relay fails before buffering it. */
-  oversized = false;
-  /** Past the end-of-stream (or a compressed or oversized) frame: nothing after it counts. */
-  private stopped = false;
-  /** The frame being collected is a chunk the timing needs only the token count of. */
-  private countOnly = false;
-
-  constructor(
-    private readonly endFlag: number,
-    private readonly timing: StreamTiming,
-  ) {}
-
-  frame(flags: number, length: number, tag: number): boolean {
-    if (this.stopped) return false;
-    if (length > MAX_FRAME_BYTES) {
-      this.stopped = this.oversized = true;
-      return false;
-    }
-    if ((flags & this.endFlag) !== 0) return (this.stopped = true);
-    if ((flags & COMPRESSED_FLAG) !== 0) {
-      this.stopped = this.compressed = true;
-      return false;
-    }
-    this.countOnly = tag === CHUNK_TAG && !this.timing.awaitingFirstToken;
-    return tag === COMPLETE_TAG || tag === CHUNK_TAG;
-  }
-
-  payload(flags: number, data: Uint8Array): void {
-    if ((flags & this.endFlag) !== 0) {
-      this.endPayload = data;
-      return;
-    }
-    if (this.countOnly) {
-      const usage = chunkUsage(data);
-      if (usage) this.timing.observeUsage(usage);
-      return;
-    }
-    try {
-      this.timing.observe(fromBinary(GenerateResponseSchema, data));
-    } catch {
-      // Watched for metrics only: the client decodes the frame itself, as the engine sent it.
-    }
-  }
-}
 
 /** Cuts each chunk at whole frames, holding a partial frame back until it is complete, and
  *  stops at the first end-of-stream (or compressed) frame. */
@@ -91,6 +37,11 @@ class FrameCutter {
     private readonly scanner: EnvelopeScanner,
     private readonly stopFlags: number,
   ) {}
+
+  /** The first bytes of a frame under way, handed over (to the native tail). */
+  release(): Uint8Array {
+    return this.withHeld(EMPTY);
+  }
 
   /** The bytes of `chunk` (with any held before) that complete frames before a stop. */
   cut(chunk: Uint8Array): Uint8Array {
@@ -130,23 +81,30 @@ class FrameCutter {
 const EMPTY = new Uint8Array(0);
 
 /** The client's body from a raw leg, pulled chunk by chunk (early-head.ts): whole engine
- *  frames as they come, then the gateway's end-of-stream frame. `ended` says how it ended. */
-export class RawRelay {
+ *  frames as they come, then the gateway's end-of-stream frame. `ended` says how it ended.
+ *  With `nativeTail` (generate_relay "native"), once whole frames went out, next() ends early
+ *  and `tail` takes the rest of the body natively (native-tail.ts). */
+export class RawRelay implements TailHost {
   readonly ended: Promise<RelayEnd>;
   private settle!: (end: RelayEnd) => void;
-  private readonly watch: FrameWatch;
-  private readonly scanner: EnvelopeScanner;
+  readonly watch: FrameWatch;
+  readonly scanner: EnvelopeScanner;
   private readonly cutter: FrameCutter;
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
   private head: Uint8Array | undefined;
-  private over = false;
+  over = false;
+  /** Whole frames went out: a native tail may take over now. */
+  private passedFrames = false;
+  /** The rest of the body, once handed to the runtime's pipe. */
+  tail: NativeTail | undefined;
   /** The end-of-stream frame, once the relay is over and until it was sent. */
   private final: Uint8Array | undefined;
 
   constructor(
-    private readonly leg: RawLeg,
+    readonly leg: RawLeg,
     private readonly protocol: "connect" | "grpc-web",
     timing: StreamTiming,
+    private readonly nativeTail = false,
   ) {
     this.ended = new Promise((r) => (this.settle = r));
     this.watch = new FrameWatch(leg.endFlag, timing);
@@ -155,8 +113,9 @@ export class RawRelay {
     this.reader = leg.body.getReader();
     this.head = leg.head;
     // Stopped from elsewhere (the client's signal): over now, even if the body is never
-    // pulled or cancelled again (the handler must not wait for that).
-    leg.signal.addEventListener("abort", () => this.cancel(), { once: true });
+    // pulled or cancelled again (the handler must not wait for that). Once a native tail has
+    // the body, it settles (the engine's end may have reached the client just before).
+    leg.signal.addEventListener("abort", () => this.tail || this.cancel(), { once: true });
   }
 
   /** The next bytes for the client; undefined once everything was sent. Never rejects: a
@@ -168,14 +127,13 @@ export class RawRelay {
     } catch (err) {
       if (!this.over) this.fail(this.leg.failure("read", err));
     }
-    const last = this.final;
-    this.final = undefined;
-    return last;
+    return this.takeFinal();
   }
 
   /** Whole engine frames from the next chunk(s), or undefined once the relay is over. */
   private async relayed(): Promise<Uint8Array | undefined> {
-    while (!this.over) {
+    while (!this.over && !this.tail) {
+      if (this.nativeTail && this.passedFrames && !this.head) return this.handOff();
       let chunk = this.head;
       this.head = undefined;
       if (!chunk) {
@@ -193,9 +151,27 @@ export class RawRelay {
       if (this.watch.oversized) this.fail(this.leg.failure("oversized"));
       else if (this.watch.compressed) this.fail(this.leg.failure("compressed"));
       else if (this.watch.endPayload) this.end(this.watch.endPayload);
-      if (whole.length > 0) return whole;
+      if (whole.length > 0) {
+        this.passedFrames = true;
+        return whole;
+      }
     }
     return undefined;
+  }
+
+  /** Ends the JavaScript part: the body (and any frame begun) goes to the native tail. */
+  private handOff(): undefined {
+    console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
+    this.reader.releaseLock();
+    this.tail = new NativeTail(this, this.cutter.release());
+    return undefined;
+  }
+
+  /** The gateway's end frame the client still needs, once. */
+  takeFinal(): Uint8Array | undefined {
+    const last = this.final;
+    this.final = undefined;
+    return last;
   }
 
   /** The client left. */
@@ -219,16 +195,26 @@ export class RawRelay {
 
   private end(payload: Uint8Array): void {
     this.readToEof();
+    if (this.endedWith(payload)) this.final = endFrame(this.protocol);
+  }
+
+  /** The engine's end-of-stream payload: true for a clean end, else the leg failed with the
+   *  engine's error (the native tail passed the engine's frame on; the frames relay sends
+   *  the gateway's error end instead). */
+  endedWith(payload: Uint8Array): boolean {
     const f = this.leg.endFailure(payload);
-    if (f) return this.fail(f);
+    if (f) {
+      this.fail(f);
+      return false;
+    }
     this.over = true;
     this.leg.end("completed");
-    this.final = endFrame(this.protocol);
     this.settle({ outcome: "completed" });
+    return true;
   }
 
   /** The error end the client gets, as gatewayErrorInterceptor maps it. */
-  private fail(f: LegFailure): void {
+  fail(f: LegFailure): void {
     this.over = true;
     this.stopReading();
     const error = this.leg.failed(f);
@@ -247,6 +233,7 @@ export class RawRelay {
   }
 
   private stopReading(): void {
+    if (this.tail) return; // the reader was released: the tail stops the body
     this.reader.cancel().catch(() => undefined);
   }
 }

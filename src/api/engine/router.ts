@@ -97,7 +97,7 @@ async function streamingCall(request: Request, handler: UniversalHandler, gw: Ga
   const rawProtocol = method === GENERATE ? rawRelayProtocol(format, request.headers) : undefined;
   const handover = rawProtocol ? new RawHandover(rawProtocol) : undefined;
   if (handover) contextValues.set(rawHandoverKey, handover);
-  return respondEarly(handler(uReq), latch, onCancel, keepalive, handover);
+  return respondEarly(handler(uReq), latch, onCancel, keepalive, handover, gw.waitUntil);
 }
 
 const GENERATE = VllmEngine.method.generate;

@@ -35,6 +35,7 @@ describe("mergeModels", () => {
       policy: { prefill: "round_robin", decode: "round_robin", regular: "round_robin" },
       pd: { decode_only_max_prompt_tokens: 0 },
       sse_relay: "native",
+      generate_relay: "native",
       apis_via_chat: false,
       prefill: [], decode: [], encode: [],
       regular: [{ name: "r3", url: "http://r:1", transport: "openai-http", kv_connector: "NixlConnector", labels: { a: "b" } }],

@@ -77,6 +77,7 @@ const pools = (p: Partial<Pick<LoadedModel, "prefill" | "decode" | "encode" | "r
   policy: { prefill: "round_robin", decode: "round_robin", regular: "round_robin" },
   pd: { decode_only_max_prompt_tokens: 0 },
   sse_relay: "native",
+  generate_relay: "native",
   apis_via_chat: false,
   prefill: [], decode: [], encode: [], regular: [],
   ...p,

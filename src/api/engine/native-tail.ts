@@ -1,0 +1,158 @@
+// generate_relay "native" (the default): the rest of a raw Generate leg's body, once the raw
+// relay (raw-relay.ts) passed the first decode frames on in JavaScript (early head, failover,
+// deadline are decided by then), goes to the client through the runtime's own pipe, the SSE
+// native relay's pattern (api/native-relay.ts): the body is tee()'d, one branch piped into the
+// client's body (an IdentityTransformStream, left open: preventClose, preventAbort), the other
+// read behind it by the relay's FrameWatch, for timing, usage and the end-of-stream frame. The
+// client speaks the engine's protocol, so the engine's end-of-stream frame goes out as the
+// engine wrote it, an engine's error end included. Once the pipe settles, a body that broke
+// off or ended without that frame gets the gateway's error end (end-frames.ts, naming the
+// engine), unless the watch stopped inside a frame: an end frame there would be read as that
+// frame's rest, so the body is closed and the client's decoder fails on the cut frame (an
+// error too, never a clean end).
+//
+// The client leaving shows on the leg's signal (request.signal through the pipeline), which
+// stops the pipe and the copy (so the engine's body is cancelled), and the leg is ended as
+// cancelled (its Abort) once they stopped, unless the watch had seen the engine's end (a client
+// closes its end after an error end); or, with no signal, as the pipe failing once the runtime
+// cancelled the client's body while the copy reads on.
+import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
+import type { EnvelopeScanner } from "../../core/envelope.js";
+import type { LegFailure } from "../../core/leg-transport.js";
+import type { RawLeg } from "../../pd/leg.js";
+import type { FrameWatch } from "./frame-watch.js";
+
+/** What the tail needs of the relay it continues: its state and how it ends. */
+export interface TailHost {
+  readonly leg: RawLeg;
+  readonly scanner: EnvelopeScanner;
+  readonly watch: FrameWatch;
+  /** Settled already (the client left, or a watched frame failed the leg). */
+  readonly over: boolean;
+  cancel(): void;
+  /** The engine's end-of-stream payload passed to the client: completed, or its error. */
+  endedWith(payload: Uint8Array): void;
+  fail(f: LegFailure): void;
+  /** The gateway's end frame the client still needs (a failure's), once. */
+  takeFinal(): Uint8Array | undefined;
+}
+
+export class NativeTail {
+  private copy: BatchReader | undefined;
+  private broke: { err: unknown } | undefined;
+  private watchStopped = false;
+
+  /** `held`: the first bytes of a frame the relay held back (whole frames only, in JS). */
+  constructor(
+    private readonly host: TailHost,
+    private readonly held: Uint8Array,
+  ) {}
+
+  /** Pipes the rest into the client's body and ends it; resolves once it is ended. */
+  async run(client: WritableStream<Uint8Array>): Promise<void> {
+    const { leg } = this.host;
+    if (this.host.over || leg.signal.aborted) {
+      leg.body.cancel().catch(() => undefined);
+      this.host.cancel();
+      return this.close(client);
+    }
+    const [branch, copy] = leg.body.tee();
+    const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
+    // The client leaving stops the pipe (its signal); the copy, up to a pause behind, first
+    // reads what queued (the engine's end may be in it), then is stopped.
+    leg.signal.addEventListener("abort", reader.hurry, { once: true });
+    const watching = this.watchCopy();
+    const pipeFailed = await this.pipe(branch, client);
+    leg.signal.removeEventListener("abort", reader.hurry);
+    reader.hurry();
+    // Stopped: a broken engine body breaks the copy too, once it read what queued; a client
+    // that left leaves the copy reading an engine that goes on, so it is stopped then.
+    if (pipeFailed) {
+      await caughtUp(watching);
+      if (leg.signal.aborted || !this.broke) this.stopWatching();
+    }
+    await watching;
+    this.settle(pipeFailed);
+    const final = this.host.takeFinal();
+    // Behind a frame cut short the client would read an end frame as that frame's rest (and
+    // wait for more): closing the body fails its decoder at once instead.
+    if (final && !this.clientLeft && this.host.scanner.atBoundary) await this.write(client, final);
+    return this.close(client);
+  }
+
+  private get clientLeft(): boolean {
+    return this.host.leg.signal.aborted;
+  }
+
+  /** True when the pipe stopped short (the client left, or the engine's body broke). */
+  private async pipe(branch: ReadableStream<Uint8Array>, client: WritableStream<Uint8Array>): Promise<boolean> {
+    if (this.held.length > 0 && !(await this.write(client, this.held))) {
+      branch.cancel().catch(() => undefined);
+      return true;
+    }
+    try {
+      await branch.pipeTo(client, { preventClose: true, preventAbort: true, signal: this.host.leg.signal });
+      return false;
+    } catch {
+      return true;
+    }
+  }
+
+  /** How the relay ended, once the pipe and the watch are done. */
+  private settle(pipeFailed: boolean): void {
+    const { host } = this;
+    if (host.over) return;
+    // The engine's end frame decides once the watch saw it (it went to the client: no gateway
+    // end after it), even if the client then closed before the pipe saw the body's end (a
+    // client closes on the end frame) or the body broke after it.
+    const end = host.watch.endPayload;
+    if (end) {
+      host.endedWith(end);
+      host.takeFinal();
+      return;
+    }
+    if (this.broke) return host.fail(host.leg.failure("read", this.broke.err));
+    if (pipeFailed) return host.cancel(); // not the engine's body: the client's went
+    host.fail(host.leg.failure(host.scanner.atBoundary ? "missing-end" : "incomplete"));
+  }
+
+  private readonly stopWatching = (): void => {
+    this.watchStopped = true;
+    this.copy?.cancel().catch(() => undefined);
+  };
+
+  /** Reads the copy behind the client; a compressed or oversized frame fails the leg (which
+   *  cuts the engine's body at its source, so the pipe stops too). */
+  private async watchCopy(): Promise<void> {
+    const { host } = this;
+    try {
+      for (;;) {
+        const r = await this.copy!.read();
+        if (r.done) return;
+        host.scanner.push(r.value);
+        if (host.over) continue;
+        if (host.watch.oversized) host.fail(host.leg.failure("oversized"));
+        else if (host.watch.compressed) host.fail(host.leg.failure("compressed"));
+      }
+    } catch (err) {
+      // A pending read ends in the cancel's reason in workerd: not the engine's doing.
+      if (!this.watchStopped) this.broke ??= { err };
+    }
+  }
+
+  private async write(client: WritableStream<Uint8Array>, bytes: Uint8Array): Promise<boolean> {
+    const writer = client.getWriter();
+    try {
+      await writer.write(bytes);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      writer.releaseLock();
+    }
+  }
+
+  private close(client: WritableStream<Uint8Array>): Promise<void> {
+    return client.close().catch(() => undefined);
+  }
+}
