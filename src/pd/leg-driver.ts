@@ -32,6 +32,8 @@ export class LegDriver<F> {
   /** The leg's timer fired (its error is the timeout's). */
   timedOut = false;
   private markGone: () => void = () => undefined;
+  /** The consumer's check of its copy behind the client (watchBehind). */
+  private endSeenBehind: (() => Promise<boolean>) | undefined;
   /** Resolves when the client goes away: whoever waits on the engine stops waiting. */
   readonly gone = new Promise<"gone">((resolve) => (this.markGone = () => resolve("gone")));
 
@@ -88,7 +90,22 @@ export class LegDriver<F> {
         return this.defer("deferred_stop_due");
       case "defer_abort":
         return this.defer("deferred_abort_due");
+      case "check_behind":
+        return this.checkBehind();
     }
+  }
+
+  /** The consumer pipes the rest natively and reads a copy behind the client; `endSeen`
+   *  (bounded by the consumer: it lets the copy catch up for a moment) says whether the copy
+   *  saw the engine's end. */
+  watchBehind(endSeen: () => Promise<boolean>): void {
+    this.endSeenBehind = endSeen;
+    this.dispatch("watch_behind");
+  }
+
+  private checkBehind(): void {
+    const seen = this.endSeenBehind?.() ?? Promise.resolve(false);
+    this.i.ctx.waitUntil(seen.then((yes) => this.dispatch(yes ? "behind_end_seen" : "behind_stop_due"), () => this.dispatch("behind_stop_due")));
   }
 
   private watch(): void {

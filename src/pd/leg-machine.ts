@@ -4,7 +4,11 @@
 // and decode is never sent; before decode's first frame with a KV handoff given, the stop or
 // the Abort RPC is deferred until that frame (capped); otherwise it is immediate; a leg that
 // ends normally sends none. An Abort call only sends the engine its Abort RPC: the stream
-// goes on to the end the engine gives it. Table-tested in test/unit/pd/leg-machine.test.ts.
+// goes on to the end the engine gives it. A consumer that pipes the rest to the client natively
+// and reads a copy behind it (watch_behind) may have passed the engine's end on before it read
+// it, and a client closes on an end: a client that leaves then is checked against the copy
+// first, and gets no Abort when the engine had ended. Table-tested in
+// test/unit/pd/leg-machine.test.ts.
 
 export type LegPhase = "opening" | "awaiting_first_frame" | "streaming" | "detached" | "ended";
 
@@ -14,6 +18,8 @@ export interface LegState {
   stopped: boolean;
   /** The engine's Abort RPC went out (at most once per leg). */
   abortSent: boolean;
+  /** The consumer reads a copy behind what the client got (watch_behind). */
+  behind?: boolean;
 }
 
 export type LegEvent =
@@ -37,6 +43,11 @@ export type LegEvent =
   | "cancel"
   /** The frames left were handed to the consumer as a stream (detach, detachRaw). */
   | "detach"
+  /** The consumer pipes them to the client natively and reads a copy behind the client. */
+  | "watch_behind"
+  /** After check_behind: the copy saw the engine's end, or it did not in time. */
+  | "behind_end_seen"
+  | "behind_stop_due"
   /** Read to its end; `stream_failed`: broke off after it started (or a drained leg failed). */
   | "stream_end"
   | "stream_failed";
@@ -56,7 +67,9 @@ export type LegAction =
   | "send_abort"
   /** Wait for the first frame (or the cap), then feed deferred_*_due. */
   | "defer_stop"
-  | "defer_abort";
+  | "defer_abort"
+  /** Let the copy behind the client catch up, then feed behind_end_seen or behind_stop_due. */
+  | "check_behind";
 
 export interface LegRules {
   /** The engine holds a KV handoff it has not consumed before its first frame. */
@@ -84,7 +97,14 @@ export function stepLeg(s: LegState, event: LegEvent, rules: LegRules): LegStep 
     case "last_frame":
       return s.phase === "awaiting_first_frame" ? firstFrame(s, event === "last_frame", rules) : same(s);
     case "client_gone":
+      if (s.behind && s.phase === "detached") return { state: s, actions: ["check_behind"] };
       return live(s.phase) ? byHandoffRule(s, rules, "stop") : same(s);
+    case "watch_behind":
+      return s.phase === "detached" ? { state: { ...s, behind: true }, actions: [] } : same(s);
+    case "behind_end_seen":
+      return live(s.phase) ? stop(s, false) : same(s);
+    case "behind_stop_due":
+      return live(s.phase) ? stop(s) : same(s);
     case "abort_requested":
       return live(s.phase) ? byHandoffRule(s, rules, rules.drain ? "stop" : "abort") : same(s);
     case "deferred_abort_due":
@@ -124,14 +144,16 @@ function abortRpc(s: LegState): LegStep {
   return s.abortSent ? same(s) : { state: { ...s, abortSent: true }, actions: ["send_abort"] };
 }
 
-/** Stops the leg now: its consumer's signal, its load, the call, the engine's Abort RPC. */
-function stop(s: LegState): LegStep {
+/** Stops the leg now: its consumer's signal, its load, the call, the engine's Abort RPC
+ *  (`abort` false: the engine had ended the stream, its end only not read yet). */
+function stop(s: LegState, abort = true): LegStep {
   const actions: LegAction[] = ["signal_stop"];
   if (live(s.phase)) actions.push("release");
   if (handedOver(s.phase)) actions.push("stream_ended");
   actions.push("close_call");
-  if (!s.abortSent) actions.push("send_abort");
-  return { state: { phase: "ended", stopped: true, abortSent: true }, actions };
+  const sending = abort && !s.abortSent;
+  if (sending) actions.push("send_abort");
+  return { state: { phase: "ended", stopped: true, abortSent: s.abortSent || sending }, actions };
 }
 
 /** Ends the leg without a stop: read to its end, or failed (the call is closed then). */

@@ -94,6 +94,10 @@ export interface DetachedLeg<F> {
   /** completed: read to its end; failed: broke off (the call is closed); cancelled: the
    *  client left (the leg is aborted now). */
   end(how: "completed" | "failed" | "cancelled"): void;
+  /** The consumer pipes the body to the client natively and reads a copy behind it: a client
+   *  that leaves is checked first (`endSeen`, bounded by the consumer: did the copy see the
+   *  engine's end?), and the engine gets no Abort when it had ended the stream. */
+  watchBehind?(endSeen: () => Promise<boolean>): void;
 }
 
 export interface OpenLegOptions {
@@ -248,6 +252,7 @@ function handedOver<F, B>(run: LegDriver<F>, body: ReadableStream<B>): DetachedL
     end(how) {
       run.dispatch(how === "cancelled" ? "cancel" : how === "failed" ? "stream_failed" : "stream_end");
     },
+    watchBehind: (endSeen) => run.watchBehind(endSeen),
   };
 }
 

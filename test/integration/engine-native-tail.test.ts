@@ -61,6 +61,8 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     expect(rawRelays()).toBe(1);
     expect(nativeTails()).toBe(1);
     expect(got.error).toBeUndefined();
+    await gw.settle();
+    expect((await cluster!.stats("decode")).abortsReceived).toBe(0); // never after an end
     await cluster!.reset();
     const reference = await viaClient(gw, transport, false, "done");
     expect(got.messages).toEqual(reference.messages);
@@ -83,6 +85,10 @@ describe.each(["connect", "grpc-web"] as const)("generate_relay native (the defa
     expect(nativeTails()).toBe(1);
     expect(got.messages.length).toBeGreaterThan(0);
     expect(errorOf(got)).toMatchObject({ code, message, gatewayCode: null });
+    await gw.settle();
+    // The engine ended the stream: no Abort, though the client may close on the end frame
+    // before the watch behind it read that frame.
+    expect((await cluster!.stats("decode")).abortsReceived).toBe(0);
     await cluster!.reset();
     await cluster!.setFaults("decode", { ...fault, leg: "decode", count: 1 } as never);
     const decoded = await viaClient(gw, transport, false, "fails");

@@ -11,10 +11,12 @@
 // frame's rest, so the body is closed and the client's decoder fails on the cut frame (an
 // error too, never a clean end).
 //
-// The client leaving shows on the leg's signal (request.signal through the pipeline), which
-// stops the pipe and the copy (so the engine's body is cancelled), and the leg is ended as
-// cancelled (its Abort) once they stopped, unless the watch had seen the engine's end (a client
-// closes its end after an error end); or, with no signal, as the pipe failing once the runtime
+// The client leaving (request.signal through the pipeline) is first checked against the copy
+// (the leg's watchBehind: the copy hurried, up to CATCH_UP_MS): a client closes on the end
+// frame, which may have reached it before the copy read it, and an engine that had ended gets
+// no Abort. Then the leg's signal stops the pipe and the copy (so the engine's body is
+// cancelled), and the leg ends with the engine's end if the copy saw it, else as cancelled
+// (with its Abort). With no signal, the leaving shows as the pipe failing once the runtime
 // cancelled the client's body while the copy reads on.
 import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
 import type { EnvelopeScanner } from "../../core/envelope.js";
@@ -41,6 +43,8 @@ export class NativeTail {
   private copy: BatchReader | undefined;
   private broke: { err: unknown } | undefined;
   private watchStopped = false;
+  /** Told when the copy's next batch was watched. */
+  private readonly batchSeen: (() => void)[] = [];
 
   /** `held`: the first bytes of a frame the relay held back (whole frames only, in JS). */
   constructor(
@@ -58,10 +62,18 @@ export class NativeTail {
     }
     const [branch, copy] = leg.body.tee();
     const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
-    // The client leaving stops the pipe (its signal); the copy, up to a pause behind, first
-    // reads what queued (the engine's end may be in it), then is stopped.
-    leg.signal.addEventListener("abort", reader.hurry, { once: true });
     const watching = this.watchCopy();
+    // A client that leaves is checked against the copy first (the leg machine's rule): a
+    // client closes on the end frame, which may have gone out before the copy read it, and
+    // an engine that ended gets no Abort. Then the leg's signal stops the pipe.
+    leg.watchBehind?.(async () => {
+      // The read under way when hurried takes all that queued: once it was watched, what the
+      // client had is seen (or the copy ended, or CATCH_UP_MS passed).
+      reader.hurry();
+      await Promise.race([new Promise<void>((r) => this.batchSeen.push(r)), caughtUp(watching)]);
+      return this.host.watch.endPayload !== undefined;
+    });
+    leg.signal.addEventListener("abort", reader.hurry, { once: true });
     const pipeFailed = await this.pipe(branch, client);
     leg.signal.removeEventListener("abort", reader.hurry);
     reader.hurry();
@@ -111,6 +123,8 @@ export class NativeTail {
       host.takeFinal();
       return;
     }
+    // The client left: its leaving ended the engine's body too (the fetch aborted).
+    if (this.clientLeft) return host.cancel();
     if (this.broke) return host.fail(host.leg.failure("read", this.broke.err));
     if (pipeFailed) return host.cancel(); // not the engine's body: the client's went
     host.fail(host.leg.failure(host.scanner.atBoundary ? "missing-end" : "incomplete"));
@@ -130,9 +144,9 @@ export class NativeTail {
         const r = await this.copy!.read();
         if (r.done) return;
         host.scanner.push(r.value);
-        if (host.over) continue;
-        if (host.watch.oversized) host.fail(host.leg.failure("oversized"));
-        else if (host.watch.compressed) host.fail(host.leg.failure("compressed"));
+        if (!host.over && host.watch.oversized) host.fail(host.leg.failure("oversized"));
+        else if (!host.over && host.watch.compressed) host.fail(host.leg.failure("compressed"));
+        for (const seen of this.batchSeen.splice(0)) seen();
       }
     } catch (err) {
       // A pending read ends in the cancel's reason in workerd: not the engine's doing.

@@ -46,6 +46,16 @@ const TABLE: Row[] = [
   ["a stop after an Abort RPC closes without a second RPC", at("streaming", { abortSent: true }), "client_gone", DECODE, STOPPED, ["signal_stop", "release", "stream_ended", "close_call"]],
   ["detached: client gone -> stopped now", at("detached"), "client_gone", HANDOFF, STOPPED, STOP_HANDED_OVER],
 
+  // a consumer that pipes natively and reads a copy behind the client (the native tail)
+  ["watch behind: only a detached leg", at("detached"), "watch_behind", DECODE, at("detached", { behind: true }), []],
+  ["watch behind before detach: nothing", at("streaming"), "watch_behind", DECODE, at("streaming"), []],
+  ["watched behind: client gone -> the copy checked first", at("detached", { behind: true }), "client_gone", HANDOFF, at("detached", { behind: true }), ["check_behind"]],
+  ["the copy saw the engine's end: stopped without an Abort", at("detached", { behind: true }), "behind_end_seen", DECODE, { phase: "ended", stopped: true, abortSent: false }, ["signal_stop", "release", "stream_ended", "close_call"]],
+  ["the copy did not see it: stopped with the Abort", at("detached", { behind: true }), "behind_stop_due", DECODE, STOPPED, STOP_HANDED_OVER],
+  ["the check settles after the leg ended (the engine's end read): nothing", at("ended"), "behind_stop_due", DECODE, at("ended"), []],
+  ["an end seen after the leg ended: nothing", at("ended"), "behind_end_seen", DECODE, at("ended"), []],
+  ["watched behind: the client's Abort call is still sent now", at("detached", { behind: true }), "abort_requested", DECODE, at("detached", { behind: true, abortSent: true }), ["send_abort"]],
+
   // the consumer's side
   ["detach: the frames left go as a stream", at("streaming"), "detach", DECODE, at("detached"), []],
   ["detach only from streaming", at("awaiting_first_frame"), "detach", DECODE, at("awaiting_first_frame"), []],
