@@ -21,7 +21,7 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}: must be an object`);
   }
   const f = value as Record<string, unknown>;
-  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs", "bigEvent", "eosAfter"];
+  const known = ["failStart", "failMidStream", "failAfterFrames", "malformedResponse", "dropConnection", "hang", "count", "leg", "unhealthy", "slowAbortMs", "bigEvent", "endLateMs", "eosAfter"];
   for (const k of Object.keys(f)) if (!known.includes(k)) throw new Error(`${path}.${k}: unknown field`);
   const checkCode = (v: unknown, p: string) => {
     if (typeof v !== "string" || parseCode(v) === undefined) {
@@ -59,6 +59,9 @@ export function validateFault(value: unknown, path: string): SimFault {
     throw new Error(`${path}.malformedResponse: must be one of ${MALFORMED_KINDS.map((k) => `"${k}"`).join(", ")}`);
   }
   if (f.hang !== undefined && typeof f.hang !== "boolean") throw new Error(`${path}.hang: must be a boolean`);
+  if (f.endLateMs !== undefined && !(Number.isInteger(f.endLateMs) && (f.endLateMs as number) >= 1 && (f.endLateMs as number) <= 60_000)) {
+    throw new Error(`${path}.endLateMs: must be an integer in 1..60000`);
+  }
   if (f.bigEvent !== undefined) {
     const b = f.bigEvent as Record<string, unknown>;
     if (typeof b !== "object" || b === null) throw new Error(`${path}.bigEvent: must be an object`);
@@ -122,6 +125,13 @@ export class FaultBook {
   takeBigEvent(leg: Leg, perRequest: SimFault | undefined): SimFault["bigEvent"] {
     if (perRequest?.bigEvent) return perRequest.bigEvent;
     return this.consume((f) => f.bigEvent !== undefined && (f.leg === undefined || f.leg === leg))?.bigEvent;
+  }
+
+  /** The next endLateMs fault for a streamed OpenAI request on `leg` (the request's own
+   *  header fault wins). */
+  takeEndLate(leg: Leg, perRequest: SimFault | undefined): number | undefined {
+    if (perRequest?.endLateMs) return perRequest.endLateMs;
+    return this.consume((f) => f.endLateMs !== undefined && (f.leg === undefined || f.leg === leg))?.endLateMs;
   }
 
   /** Whether the next dropConnection fault applies (any leg: applied before the body is read). */

@@ -134,9 +134,11 @@ export async function handleGeneration(
     cfg: engine.cfg,
     req: p,
   };
-  const big = p.stream ? engine.faults.takeBigEvent(p.kvParams?.do_remote_decode === true ? "prefill" : "decode", fault) : undefined;
+  const leg = p.kvParams?.do_remote_decode === true ? "prefill" : "decode";
+  const big = p.stream ? engine.faults.takeBigEvent(leg, fault) : undefined;
+  const endLateMs = p.stream ? engine.faults.takeEndLate(leg, fault) : undefined;
   try {
-    if (p.stream) await streamResponse(ctx, p, merged, res, big);
+    if (p.stream) await streamResponse(ctx, p, merged, res, big, endLateMs);
     else await finalResponse(ctx, merged, res);
   } finally {
     stopWatching();
@@ -226,6 +228,7 @@ async function streamResponse(
   events: EventQueue<{ offset: number; ev: GenEvent }>,
   res: ServerResponse,
   big?: SimFault["bigEvent"],
+  endLateMs?: number,
 ): Promise<void> {
   const object = ctx.chat ? "chat.completion.chunk" : "text_completion";
   const send = (choices: unknown[], extra: Record<string, unknown> = {}) => {
@@ -294,5 +297,6 @@ async function streamResponse(
   begin();
   if (p.includeUsage) send([], { usage: usage(ctx) });
   res.write("data: [DONE]\n\n");
+  if (endLateMs) await new Promise((r) => setTimeout(r, endLateMs));
   res.end();
 }

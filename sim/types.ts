@@ -33,6 +33,10 @@ export interface SimFault {
    *  events), written in 64 KiB pieces; `unterminated` never ends it (no blank line) and the
    *  stream then stays open until the client goes away. */
   bigEvent?: { bytes: number; unterminated?: boolean };
+  /** OpenAI streaming (completions, chat): the body's end (HTTP/1.1's last chunk) comes this
+   *  many ms after `data: [DONE]`, as through a slow link or proxy: a client that closes on
+   *  [DONE] then leaves before the body ended. */
+  endLateMs?: number;
   /** Only apply to this many more requests (default: all). */
   count?: number;
   /** Only apply to requests whose leg matches: "prefill" = carries do_remote_decode, "decode" = other. */

@@ -13,8 +13,10 @@
 //
 // The shape: engine body -> tee -> the client's branch piped into the client's body (left open
 // for that error event), the other branch watched. The client's going shows on its signal, or
-// as the pipe failing once the runtime cancels the client's body; either way the copy is
-// cancelled too, and with both branches gone the engine's body is.
+// as the pipe failing once the runtime cancels the client's body. On its signal the leg first
+// asks whether the copy, hurried to what the client had, saw the final event (a client closes
+// on [DONE]): then the stream is recorded as it ended. Either way the copy is then cancelled
+// too, and with both branches gone the engine's body is.
 //
 // An event longer than the watch holds (bounds.max_sse_event_bytes) fails the leg at once,
 // which aborts the engine's fetch: the engine's body errors at its source, the pipe passes on
@@ -25,7 +27,7 @@
 // (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
 // IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
 // the client's connection broke off without the error event.
-import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../core/batch-reader.js";
+import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchReader } from "../core/batch-reader.js";
 import { identityPipe } from "../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../core/errors.js";
 import type { DetachedLeg } from "../pd/leg.js";
@@ -44,6 +46,7 @@ const encoder = new TextEncoder();
 export class NativeRelay {
   private readonly toClient = identityPipe();
   private copy: BatchReader | undefined;
+  private readonly catchUp = new CatchUp();
   private inBandError: GatewayError | undefined;
   private broke: unknown;
   private watchStopped = false;
@@ -63,9 +66,18 @@ export class NativeRelay {
     this.watch.sawFirstChunk();
     this.see(first);
     const [branch, copy] = this.leg.body.tee();
-    this.copy = batchReader(copy, WATCH_BATCHES);
-    for (const s of this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
+    const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
     const watching = this.watchCopy();
+    // A client that leaves is checked against the copy first (the leg machine's rule): a
+    // client closes on [DONE], which may have reached it before the copy read it. The leg's
+    // signal then stops the pipe and the copy. Without the check (a leg that cannot), the
+    // client's signal stops the copy at once.
+    const checked = this.leg.watchBehind !== undefined;
+    this.leg.watchBehind?.(async () => {
+      await this.catchUp.now(reader, watching);
+      return this.watch.sawFinal || this.inBandError !== undefined;
+    });
+    for (const s of checked ? [this.leg.signal] : this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
     const writer = this.toClient.writable.getWriter();
     const piped = writer.write(first).then(
       () => {
@@ -124,7 +136,9 @@ export class NativeRelay {
       for (;;) {
         const r = await this.copy!.read();
         if (r.done) return;
-        if (!this.see(r.value)) return this.stopWatching(); // the client's branch goes on
+        const more = this.see(r.value);
+        this.catchUp.watched();
+        if (!more) return this.stopWatching(); // the client's branch goes on
       }
     } catch (err) {
       // A pending read ends in the cancel's reason in workerd: not the engine's doing.
@@ -171,6 +185,8 @@ export class NativeRelay {
     this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
     await watching;
     if (this.inBandError) return this.finish(failedWith(this.inBandError));
+    // The copy saw the final event: the client had the whole stream (it closed on [DONE]).
+    if (this.watch.sawFinal) return this.endWith(undefined);
     // Closed too: a client whose going the runtime did not pass on (an aborted subrequest)
     // would otherwise wait on its body for ever.
     if (cancelled) return this.cancelled();
@@ -179,9 +195,10 @@ export class NativeRelay {
     return this.sendError(this.watch.brokenStream(errorText(this.broke ?? err)), true);
   }
 
-  /** A failed stream whose end the client already has (vLLM's error event, or a broken body). */
-  private endWith(err: GatewayError): Promise<void> {
-    this.finish(failedWith(err));
+  /** A stream whose end the client already has: completed, or failed (vLLM's error event, a
+   *  broken body). */
+  private endWith(err: GatewayError | undefined): Promise<void> {
+    this.finish(err ? failedWith(err) : COMPLETED);
     return this.toClient.writable.close().catch(() => undefined);
   }
 

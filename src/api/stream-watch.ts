@@ -30,6 +30,8 @@ export interface StreamWatch {
   chunk(bytes: Uint8Array): WatchResult;
   /** An incomplete event's first bytes are held (not yet complete). */
   readonly holding: boolean;
+  /** The stream's final event came ([DONE], message_stop). */
+  readonly sawFinal: boolean;
   /** The engine's body ended: an error when the stream's final event never came. */
   close(): WatchResult;
   /** The error for a body that broke off. */

@@ -33,6 +33,25 @@ export interface BatchOptions {
   pauseMs: number;
 }
 
+/** A relay whose client left asks whether the copy behind it saw the stream's end: the read
+ *  under way when hurried takes all that queued, so once that batch was watched, what the
+ *  client had is seen. */
+export class CatchUp {
+  private readonly waiters: (() => void)[] = [];
+
+  /** The watch took in a batch. */
+  watched(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Hurries `reader`; settles once the batch under way was watched, `watching` settled, or
+   *  CATCH_UP_MS passed. */
+  now(reader: BatchReader, watching: Promise<void>): Promise<unknown> {
+    reader.hurry();
+    return Promise.race([new Promise<void>((r) => this.waiters.push(r)), caughtUp(watching)]);
+  }
+}
+
 /** The native relays' watch: a 256-token stream at 20 ms a token is about 100 looks instead of
  *  256 reads, a stream that comes at once a few; what the watch times (the last token, for
  *  TPOT) it sees at most the pause late. */

@@ -73,6 +73,30 @@ it("a client whose body is cancelled with no signal (the runtime's hook) still c
   await expectNoPinnedBlocks(cluster!);
 });
 
+// The watch reads behind the client: a client that closes on [DONE] may leave before the watch
+// read it. The leg asks the copy first, so the stream is recorded as it ended.
+it("a client that leaves on [DONE] before the body's end: recorded as completed, with its tokens", async () => {
+  const gw = await start();
+  await cluster!.setFaults("decode", { endLateMs: 300, leg: "decode", count: 1 });
+  const client = new AbortController();
+  const res = await post(gw, "/v1/completions", { model: MODEL, prompt: "close on done", max_tokens: 6, ignore_eos: true, stream: true, stream_options: { include_usage: true } }, { signal: client.signal });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("data: [DONE]\n\n")) {
+    const r = await reader.read();
+    if (r.done) break;
+    text += decoder.decode(r.value, { stream: true });
+  }
+  expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+  client.abort(); // the client leaves on [DONE], the engine's body still open
+  await reader.cancel().catch(() => undefined);
+  await gw.settle();
+  expect(gw.metrics.ofType("request")).toMatchObject([{ status: 200, streaming: true }]);
+  expect(gw.metrics.ofType("stream_complete")).toMatchObject([{ outputTokens: 6 }]);
+  await eventually(async () => expect((await cluster!.stats("decode")).activeRequests).toBe(0));
+});
+
 it("decode fails mid-stream: the client gets vLLM's own error event, metrics record the failed stream", async () => {
   const gw = await start();
   await cluster!.setFaults("decode", { failMidStream: { afterTokens: 2, code: "internal", message: "mid" } });

@@ -31,10 +31,15 @@ interface Usage {
 export class MessagesWatch implements StreamWatch {
   readonly stats: MessagesStats = { outputTokens: 0 };
   private readonly split = new EventSplitter();
-  private sawFinal = false;
+  private final = false;
   private ended = false;
 
   constructor(private readonly o: MessagesWatchOptions) {}
+
+  /** message_stop came. */
+  get sawFinal(): boolean {
+    return this.final;
+  }
 
   get holding(): boolean {
     return this.split.pendingChars > 0;
@@ -58,7 +63,7 @@ export class MessagesWatch implements StreamWatch {
   }
 
   close(): WatchResult {
-    return this.sawFinal ? {} : { error: { before: "", error: this.brokenStream("the stream ended before its final event (message_stop)") } };
+    return this.final ? {} : { error: { before: "", error: this.brokenStream("the stream ended before its final event (message_stop)") } };
   }
 
   brokenStream(detail: string): GatewayError {
@@ -90,7 +95,7 @@ export class MessagesWatch implements StreamWatch {
       if (typeof usage?.input_tokens === "number") this.stats.inputTokens = usage.input_tokens;
       if (typeof usage?.output_tokens === "number") this.stats.outputTokens = usage.output_tokens;
     } else if (type === "message_stop") {
-      this.sawFinal = true;
+      this.final = true;
     } else if (type === "error") {
       const message = (JSON.parse(ev.data) as { error?: { message?: unknown } }).error?.message;
       return this.brokenStream(typeof message === "string" ? message : "the engine sent an error event");

@@ -18,7 +18,7 @@
 // cancelled), and the leg ends with the engine's end if the copy saw it, else as cancelled
 // (with its Abort). With no signal, the leaving shows as the pipe failing once the runtime
 // cancelled the client's body while the copy reads on.
-import { batchReader, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
+import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
 import type { EnvelopeScanner } from "../../core/envelope.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
@@ -43,8 +43,7 @@ export class NativeTail {
   private copy: BatchReader | undefined;
   private broke: { err: unknown } | undefined;
   private watchStopped = false;
-  /** Told when the copy's next batch was watched. */
-  private readonly batchSeen: (() => void)[] = [];
+  private readonly catchUp = new CatchUp();
 
   /** `held`: the first bytes of a frame the relay held back (whole frames only, in JS). */
   constructor(
@@ -67,10 +66,7 @@ export class NativeTail {
     // client closes on the end frame, which may have gone out before the copy read it, and
     // an engine that ended gets no Abort. Then the leg's signal stops the pipe.
     leg.watchBehind?.(async () => {
-      // The read under way when hurried takes all that queued: once it was watched, what the
-      // client had is seen (or the copy ended, or CATCH_UP_MS passed).
-      reader.hurry();
-      await Promise.race([new Promise<void>((r) => this.batchSeen.push(r)), caughtUp(watching)]);
+      await this.catchUp.now(reader, watching);
       return this.host.watch.endPayload !== undefined;
     });
     leg.signal.addEventListener("abort", reader.hurry, { once: true });
@@ -146,7 +142,7 @@ export class NativeTail {
         host.scanner.push(r.value);
         if (!host.over && host.watch.oversized) host.fail(host.leg.failure("oversized"));
         else if (!host.over && host.watch.compressed) host.fail(host.leg.failure("compressed"));
-        for (const seen of this.batchSeen.splice(0)) seen();
+        this.catchUp.watched();
       }
     } catch (err) {
       // A pending read ends in the cancel's reason in workerd: not the engine's doing.

@@ -65,6 +65,10 @@ export class SseWatch implements StreamWatch {
     return this.ended;
   }
 
+  get sawFinal(): boolean {
+    return this.sawDone;
+  }
+
   /** An incomplete event's first bytes are held (not yet complete). */
   get holding(): boolean {
     return this.heldBytes > 0;
