@@ -39,13 +39,14 @@ export interface BatchOptions {
 export class CatchUp {
   private readonly waiters: (() => void)[] = [];
 
-  /** The watch took in a batch. */
-  watched(): void {
-    for (const w of this.waiters.splice(0)) w();
+  /** The watch took in a batch of `bytes`: the batch under way was all that queued, unless it
+   *  filled the reader's buffer (then the next one is waited for too). */
+  watched(bytes: number, o: BatchOptions = WATCH_BATCHES): void {
+    if (bytes < o.maxBytes) for (const w of this.waiters.splice(0)) w();
   }
 
-  /** Hurries `reader`; settles once the batch under way was watched, `watching` settled, or
-   *  CATCH_UP_MS passed. */
+  /** Hurries `reader`; settles once the batches under way were watched (up to one that did
+   *  not fill the buffer), `watching` settled, or CATCH_UP_MS passed. */
   now(reader: BatchReader, watching: Promise<void>): Promise<unknown> {
     reader.hurry();
     return Promise.race([new Promise<void>((r) => this.waiters.push(r)), caughtUp(watching)]);

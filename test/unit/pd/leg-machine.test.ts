@@ -54,6 +54,10 @@ const TABLE: Row[] = [
   ["the copy did not see it: stopped with the Abort", at("detached", { behind: true }), "behind_stop_due", DECODE, STOPPED, STOP_HANDED_OVER],
   ["the check settles after the leg ended (the engine's end read): nothing", at("ended"), "behind_stop_due", DECODE, at("ended"), []],
   ["an end seen after the leg ended: nothing", at("ended"), "behind_end_seen", DECODE, at("ended"), []],
+  ["watched behind, ended: client gone -> nothing", at("ended", { behind: true }), "client_gone", HANDOFF, at("ended", { behind: true }), []],
+  ["the end seen after an Abort call: no second RPC", at("detached", { behind: true, abortSent: true }), "behind_end_seen", DECODE, { phase: "ended", stopped: true, abortSent: true }, ["signal_stop", "release", "stream_ended", "close_call"]],
+  ["watched behind: the consumer's cancel still stops with the Abort", at("detached", { behind: true }), "cancel", DECODE, STOPPED, STOP_HANDED_OVER],
+  ["the check settles after a stop: nothing", STOPPED, "behind_stop_due", DECODE, STOPPED, []],
   ["watched behind: the client's Abort call is still sent now", at("detached", { behind: true }), "abort_requested", DECODE, at("detached", { behind: true, abortSent: true }), ["send_abort"]],
 
   // the consumer's side
@@ -92,8 +96,9 @@ function run(rules: LegRules, events: LegEvent[]): { state: LegState; actions: s
 const ALL_EVENTS: LegEvent[] = [
   "dispatched", "first_frame", "last_frame", "first_frame_failed", "timeout", "client_gone", "abort_requested",
   "deferred_stop_due", "deferred_abort_due", "cancel", "detach", "stream_end", "stream_failed",
+  "watch_behind", "behind_end_seen", "behind_stop_due",
 ];
-const CLIENT_EVENTS = new Set<LegEvent>(["client_gone", "abort_requested", "timeout", "cancel", "deferred_stop_due", "deferred_abort_due"]);
+const CLIENT_EVENTS = new Set<LegEvent>(["client_gone", "abort_requested", "timeout", "cancel", "deferred_stop_due", "deferred_abort_due", "behind_stop_due"]);
 
 describe("lifecycles", () => {
   it("decode with a handoff, client gone before its first frame: stopped once that frame came", () => {
@@ -106,6 +111,18 @@ describe("lifecycles", () => {
     const { state, actions } = run(HANDOFF, ["dispatched", "abort_requested", "first_frame", "deferred_abort_due", "stream_end"]);
     expect(actions).toEqual(["charge_load", "watch", "defer_abort", "report_ok", "send_abort", "release", "stream_ended"]);
     expect(state).toEqual({ phase: "ended", stopped: false, abortSent: true });
+  });
+
+  it("watched behind: a client that closes on the end the copy then saw gets no Abort; one still generating gets it", () => {
+    const path: LegEvent[] = ["dispatched", "first_frame", "detach", "watch_behind", "client_gone"];
+    const seen = run(HANDOFF, [...path, "behind_end_seen", "stream_failed"]);
+    expect(seen.actions).toEqual(["charge_load", "watch", "report_ok", "check_behind", "signal_stop", "release", "stream_ended", "close_call"]);
+    expect(seen.state).toEqual({ phase: "ended", stopped: true, abortSent: false });
+    const due = run(HANDOFF, [...path, "behind_stop_due", "stream_failed"]);
+    expect(due.actions).toEqual(["charge_load", "watch", "report_ok", "check_behind", ...STOP_HANDED_OVER]);
+    // The consumer read the end before the check settled: the leg ended, the check changes nothing.
+    const ended = run(HANDOFF, [...path, "stream_end", "behind_stop_due"]);
+    expect(ended.actions).not.toContain("send_abort");
   });
 
   it("normal completion sends no Abort, whatever the rules", () => {
