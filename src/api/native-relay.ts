@@ -138,7 +138,7 @@ export class NativeRelay {
         const r = await this.copy!.read();
         if (r.done) return;
         const more = this.see(r.value);
-        this.catchUp.watched(r.value.byteLength);
+        this.catchUp.watched(this.copy!);
         if (!more) return this.stopWatching(); // the client's branch goes on
       }
     } catch (err) {

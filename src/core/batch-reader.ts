@@ -5,10 +5,14 @@
 // into the buffer). It never asks for more bytes than are there: measured in workerd, a
 // pending readAtLeast(16 KiB) on one tee branch made the source wait for 16 KiB, holding the
 // sibling (the client's branch) back too, so an SSE client got its stream in 16 KiB pieces.
+// The buffer starts small and doubles after each read that filled it, up to `maxBytes`: most
+// streams are short, and a 64 KiB buffer made (and zeroed) for each was measurable per request.
 // A stream that is not a byte stream (Node) is read chunk by chunk.
 export interface BatchReader {
   /** The next batch (valid until the next read), or done. */
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** The last batch filled the buffer: more may have queued behind it. */
+  readonly filled: boolean;
   /** A pending read then ends: done, or (workerd) rejected with `reason`. */
   cancel(reason?: unknown): Promise<void>;
   /** No more pauses: the caller needs the copy caught up (a pipe that stopped: did the
@@ -31,6 +35,8 @@ export interface BatchOptions {
   maxBytes: number;
   /** The wait before each read that did not fill the buffer. */
   pauseMs: number;
+  /** The first read's buffer; each read that fills it doubles it, up to maxBytes. */
+  firstBytes?: number;
 }
 
 /** A relay whose client left asks whether the copy behind it saw the stream's end: the read
@@ -39,10 +45,10 @@ export interface BatchOptions {
 export class CatchUp {
   private readonly waiters: (() => void)[] = [];
 
-  /** The watch took in a batch of `bytes`: the batch under way was all that queued, unless it
-   *  filled the reader's buffer (then the next one is waited for too). */
-  watched(bytes: number, o: BatchOptions = WATCH_BATCHES): void {
-    if (bytes < o.maxBytes) for (const w of this.waiters.splice(0)) w();
+  /** The watch took in `reader`'s last batch: the batch under way was all that queued, unless
+   *  it filled the reader's buffer (then the next one is waited for too). */
+  watched(reader: BatchReader): void {
+    if (!reader.filled) for (const w of this.waiters.splice(0)) w();
   }
 
   /** Hurries `reader`; settles once the batches under way were watched (up to one that did
@@ -56,15 +62,15 @@ export class CatchUp {
 /** The native relays' watch: a 256-token stream at 20 ms a token is about 100 looks instead of
  *  256 reads, a stream that comes at once a few; what the watch times (the last token, for
  *  TPOT) it sees at most the pause late. */
-export const WATCH_BATCHES: BatchOptions = { maxBytes: 64 * 1024, pauseMs: 50 };
+export const WATCH_BATCHES: BatchOptions = { maxBytes: 64 * 1024, pauseMs: 50, firstBytes: 4 * 1024 };
 
 export function batchReader(body: ReadableStream<Uint8Array>, o: BatchOptions): BatchReader {
   const byob = byobReader(body);
   if (!byob) {
     const reader = body.getReader();
-    return { read: () => reader.read(), cancel: (reason) => reader.cancel(reason), hurry: () => undefined };
+    return { read: () => reader.read(), filled: false, cancel: (reason) => reader.cancel(reason), hurry: () => undefined };
   }
-  let buffer = new Uint8Array(o.maxBytes);
+  let buffer = new Uint8Array(Math.min(o.firstBytes ?? o.maxBytes, o.maxBytes));
   let full = false;
   let ended = false;
   let cancelled = false;
@@ -80,13 +86,18 @@ export function batchReader(body: ReadableStream<Uint8Array>, o: BatchOptions): 
       }
       wake = undefined;
       if (ended || cancelled) return { done: true, value: undefined };
+      const size = buffer.byteLength; // the read detaches the buffer
       const r = await byob.read(buffer);
       // The streams spec lets the last bytes come with done: hand them over, end next time.
       ended = r.done;
       if (!r.value || r.value.byteLength === 0) return { done: true, value: undefined };
-      full = r.value.byteLength === o.maxBytes;
-      buffer = new Uint8Array(r.value.buffer); // the read transferred it: reuse it next time
+      full = r.value.byteLength === size;
+      // The read transferred the buffer: reuse it next time, or a larger one after a full read.
+      buffer = full && size < o.maxBytes ? new Uint8Array(Math.min(2 * size, o.maxBytes)) : new Uint8Array(r.value.buffer);
       return { done: false, value: r.value };
+    },
+    get filled() {
+      return full;
     },
     cancel: (reason) => {
       cancelled = true;

@@ -45,6 +45,8 @@ export interface ExecutorContext extends LegContext {
   mintTransferId(): string;
   /** Told the prefill decision as soon as it is made (for the x-pd-prefill header). */
   onDecision?(skipReason: SkipReason | undefined): void;
+  /** Log the path taken (config debug.log_paths). */
+  logPaths?: boolean;
   now?: () => number;
 }
 
@@ -103,7 +105,7 @@ async function runPd<P, F>(
     harvested = await drainPrefill(t, prefill.target, job.payload, { ...plan.prefill, requestId }, ctx, legTimeoutMs(ctx.timeouts.prefillTimeoutMs, ctx.timeouts.deadlineAt, t0));
     prefillMs = now() - t0;
     kvWindowStart = now();
-  } else {
+  } else if (ctx.logPaths) {
     console.debug(JSON.stringify({ msg: "prefill leg skipped; dispatching to decode only", reason: plan.skipReason, requestId, fanout: job.fanout }));
   }
 

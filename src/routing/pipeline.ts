@@ -158,6 +158,7 @@ async function attempt<P, F>(ctx: PipelineContext, req: PipelineRequest<P, F>, r
     },
     mintTransferId: () => `xfer-${uuidv7()}`,
     onStreamEnd: tracked.untrack,
+    logPaths: ctx.config.debug.log_paths,
     ...(req.onDecision ? { onDecision: req.onDecision } : {}),
   });
 }

@@ -38,6 +38,35 @@ it("takes what queued during a pause in one read, never more than its buffer", a
   expect(Math.max(...sizes)).toBeLessThanOrEqual(16384);
 });
 
+it("starts with a small buffer and doubles it after each read that filled it, up to maxBytes", async () => {
+  const pipe = new IdentityTransformStream();
+  const [client, copy] = (pipe.readable as ReadableStream<Uint8Array>).tee();
+  const draining = client.pipeTo(new WritableStream());
+  const writer = pipe.writable.getWriter();
+  const sent = chunks(60, 1000);
+  const reader = batchReader(copy, { maxBytes: 16384, pauseMs: 50, firstBytes: 1024 });
+  const sizes: number[] = [];
+  const filled: boolean[] = [];
+  const got: number[] = [];
+  const reading = (async () => {
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      sizes.push(r.value.byteLength);
+      filled.push(reader.filled);
+      got.push(...r.value);
+    }
+  })();
+  for (const c of sent) await writer.write(c);
+  await writer.close();
+  await reading;
+  await draining;
+  expect(got).toEqual(sent.flatMap((c) => [...c]));
+  // All 60 000 bytes queued during the first pause: full reads of 1, 2, 4, 8, then 16 KiB.
+  expect(sizes.slice(0, 5)).toEqual([1024, 2048, 4096, 8192, 16384]);
+  expect(Math.max(...sizes)).toBe(16384);
+  expect(filled.slice(0, 5)).toEqual([true, true, true, true, true]);
+  expect(filled.at(-1)).toBe(sizes.at(-1) === 16384);
+});
+
 // The regression: the engine's body from fetch, tee()'d, its client branch piped natively into
 // the response body (as the native relays do). A watch read asking for more bytes than had come
 // made the source wait for them, and the client got the stream in pieces of that size.

@@ -84,6 +84,19 @@ describe.each([
   });
 });
 
+it("debug.log_paths off (the default): the stream is relayed, and no path line is logged", async () => {
+  cluster = await startTestCluster({ engines: pairSpecs() });
+  const gw = testGateway(pairConfig(cluster, { logPaths: false }));
+  const got = await viaClient(gw, "connect", true, "quiet", {});
+  expect(got.error).toBeUndefined();
+  expect(got.messages.length).toBeGreaterThan(2);
+  expect(rawRelays()).toBe(0);
+  expect(nativeTails()).toBe(0);
+  await gw.settle();
+  expect(gw.metrics.ofType("stream_complete")[0]!.outputTokens).toBeGreaterThan(0);
+  expect(gw.metrics.ofType("request").map((r) => r.status)).toEqual([200]);
+});
+
 describe.each([
   ["Connect", "application/connect+proto", "connect", 0x02, "native"],
   ["gRPC-web", "application/grpc-web+proto", "grpc-web", 0x80, "native"],
@@ -172,7 +185,7 @@ describe.each(["connect", "grpc-web"] as const)("engine failures over %s: the fr
 describe.each(["connect", "grpc-web"] as const)("a regular engine over %s (no PD decision opens the head)", (transport) => {
   it("the raw relay sends the head itself, and the messages are the decoded path's", async () => {
     cluster = await startTestCluster({ engines: [{ name: "engine", role: "both", kvConnector: "none", model: MODEL, port: 0, latency: { perPromptTokenMs: 0.01, perOutputTokenMs: 0.5, perBlockPullMs: 0.01 } }] });
-    const gw = testGateway({ models: { [MODEL]: { regular: [{ name: "engine", url: cluster.url("engine"), transport }] } } });
+    const gw = testGateway({ models: { [MODEL]: { regular: [{ name: "engine", url: cluster.url("engine"), transport }] } }, debug: { log_paths: true } });
     const raw = await viaClient(gw, transport, true, "regular");
     expect(rawRelays()).toBe(1);
     await cluster.reset();

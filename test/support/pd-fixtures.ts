@@ -26,6 +26,8 @@ export interface PairConfigOptions {
   encode?: boolean;
   deferredAbortMaxMs?: number;
   allowOverrides?: boolean;
+  /** debug.log_paths (default here: on). */
+  logPaths?: boolean;
 }
 
 export function pairConfig(cluster: TestCluster, o: PairConfigOptions = {}) {
@@ -40,7 +42,8 @@ export function pairConfig(cluster: TestCluster, o: PairConfigOptions = {}) {
       },
     },
     pd: { deferred_abort_max_ms: o.deferredAbortMaxMs ?? 25_000, engine_info_ttl_ms: 0 },
-    debug: { allow_pd_overrides: o.allowOverrides ?? false },
+    // The path lines are on here: the relay tests read which path a request took from them.
+    debug: { allow_pd_overrides: o.allowOverrides ?? false, log_paths: o.logPaths ?? true },
   };
 }
 

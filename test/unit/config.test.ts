@@ -9,6 +9,7 @@ describe("parseConfig", () => {
     expect(c.limits.max_n).toBe(16);
     expect(c.pd.deferred_abort_max_ms).toBe(25_000);
     expect(c.debug.allow_pd_overrides).toBe(false);
+    expect(c.debug.log_paths).toBe(false);
     expect(c.pd.stream_keepalive_ms).toBe(0);
     expect(c.models.m!.sse_relay).toBe("native");
     expect(c.models.m!.tool_parser).toBeUndefined(); // unset: chosen from the model (docs/tools.md)

@@ -71,10 +71,11 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
     const { stream } = result;
     const raw = handover && stream.detachRaw?.();
     if (raw) {
-      console.debug(JSON.stringify({ msg: "relaying the engine's frames as sent", requestId: result.engineRequestId, protocol: handover.protocol }));
+      const logPaths = gw.config.debug.log_paths;
+      if (logPaths) console.debug(JSON.stringify({ msg: "relaying the engine's frames as sent", requestId: result.engineRequestId, protocol: handover.protocol }));
       // The head is final (a regular engine makes no PD decision): the body goes out now.
       ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
-      const end = await relayed(handover, raw, timing);
+      const end = await relayed(handover, raw, timing, logPaths);
       if (end.outcome === "failed") throw end.error;
       if (end.outcome === "cancelled") [status, errorCode] = [499, "client_cancelled"];
       completed = end.outcome === "completed";
@@ -107,8 +108,8 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
 }
 
 /** Hands the leg's raw body to the response (raw-relay.ts) and waits for the relay's end. */
-function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming): Promise<RelayEnd> {
-  const relay = new RawRelay(leg, handover.protocol, timing, handover.nativeTail);
+function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming, logPaths: boolean): Promise<RelayEnd> {
+  const relay = new RawRelay(leg, handover.protocol, timing, handover.nativeTail, logPaths);
   if (!handover.give(relay)) relay.cancel(); // the client already left
   return relay.ended;
 }

@@ -142,7 +142,7 @@ export class NativeTail {
         host.scanner.push(r.value);
         if (!host.over && host.watch.oversized) host.fail(host.leg.failure("oversized"));
         else if (!host.over && host.watch.compressed) host.fail(host.leg.failure("compressed"));
-        this.catchUp.watched(r.value.byteLength);
+        this.catchUp.watched(this.copy!);
       }
     } catch (err) {
       // A pending read ends in the cancel's reason in workerd: not the engine's doing.

@@ -105,6 +105,8 @@ export class RawRelay implements TailHost {
     private readonly protocol: "connect" | "grpc-web",
     timing: StreamTiming,
     private readonly nativeTail = false,
+    /** Log the hand-over to the native tail (config debug.log_paths). */
+    private readonly logPaths = false,
   ) {
     this.ended = new Promise((r) => (this.settle = r));
     this.watch = new FrameWatch(leg.endFlag, timing);
@@ -161,7 +163,7 @@ export class RawRelay implements TailHost {
 
   /** Ends the JavaScript part: the body (and any frame begun) goes to the native tail. */
   private handOff(): undefined {
-    console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
+    if (this.logPaths) console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
     this.reader.releaseLock();
     this.tail = new NativeTail(this, this.cutter.release());
     return undefined;

@@ -91,7 +91,23 @@ describe.each([
     ["a body that breaks off", { headers, body: [chunkFrame(1), new TypeError("connection reset")] }],
     ["a connection refused", new TypeError("connect ECONNREFUSED")],
   ];
-  if (transport === "connect") answers.push(["another content type", { headers: { "content-type": "application/json" }, body: [] }]);
+  if (transport === "connect") {
+    answers.push(["another content type", { headers: { "content-type": "application/json" }, body: [] }]);
+    // The end-of-stream JSON in every form the fast clean-end check meets (isCleanConnectEnd).
+    const ends: [string, Uint8Array][] = [
+      ["an end with spaces", envelope(2, enc.encode(" { } "))],
+      ["an end with metadata", connectEnd({ metadata: { "x-trailer": ["a", "b"] } })],
+      ["an end with bad metadata", connectEnd({ metadata: { "x-trailer": "a" } })],
+      ["an end with a null error", connectEnd({ error: null })],
+      ["an end with an error and metadata", connectEnd({ error: { code: "internal", message: "boom" }, metadata: { "x-a": ["1"] } })],
+      ["an end that is null", connectEnd(null)],
+      ["an end that is an array", connectEnd([])],
+      ["an end that is not JSON", envelope(2, enc.encode("{"))],
+      ["an empty end", envelope(2, new Uint8Array(0))],
+      ["an end of two other bytes", envelope(2, enc.encode("[]"))],
+    ];
+    for (const [name, end] of ends) answers.push([name, { headers, body: [chunkFrame(1), end] }]);
+  }
   if (transport === "grpc-web") answers.push(["trailers-only", { headers: { ...headers, "grpc-status": "14", "grpc-message": "draining" }, body: [] }]);
 
   it.each(answers)("%s", async (_name, answer) => {
