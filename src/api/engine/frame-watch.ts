@@ -46,7 +46,7 @@ export class FrameWatch implements EnvelopeSink {
 
   payload(flags: number, data: Uint8Array): void {
     if ((flags & this.endFlag) !== 0) {
-      this.endPayload = data;
+      this.endPayload = data.slice(); // lent by the scanner: a view of a buffer reused
       return;
     }
     if (this.countOnly) {

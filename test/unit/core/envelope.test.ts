@@ -71,6 +71,23 @@ describe("EnvelopeScanner", () => {
     expect(scanner.atBoundary).toBe(true);
   });
 
+  it("a body cut at every two places: the same frames and payloads (whole frames are lent from the chunk)", () => {
+    for (let a = 1; a < body.length; a++) {
+      for (let b = a + 1; b < body.length; b++) {
+        const sink = recorder([COMPLETE, CHUNK]);
+        const scanner = new EnvelopeScanner(sink);
+        for (const c of chunks(body, [a, b])) scanner.push(c);
+        expect(sink.frames.map((f) => f[2])).toEqual([CHUNK, -1, COMPLETE, 0x7b]);
+        expect(sink.payloads).toEqual([
+          [0, [CHUNK, 2, 8, 1]],
+          [0, [COMPLETE, 1, 0x10]],
+          [2, [0x7b, 0x7d]],
+        ]);
+        expect(scanner.atBoundary).toBe(true);
+      }
+    }
+  });
+
   it("a body fed one byte at a time", () => {
     const sink = recorder([CHUNK]);
     const scanner = new EnvelopeScanner(sink);
