@@ -28,7 +28,7 @@
 // (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
 // IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
 // the client's connection broke off without the error event.
-import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchReader } from "../core/batch-reader.js";
+import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchOptions, type BatchReader } from "../core/batch-reader.js";
 import { identityPipe } from "../core/byte-pipe.js";
 import { errorText, type GatewayError } from "../core/errors.js";
 import type { DetachedLeg } from "../pd/leg.js";
@@ -40,6 +40,8 @@ export interface NativeRelayOptions {
   waitUntil?(promise: Promise<unknown>): void;
   /** The API's error event, as SSE text. */
   errorEvent(err: GatewayError): string;
+  /** How the copy is read behind the client (default WATCH_BATCHES). */
+  batches?: BatchOptions;
 }
 
 const encoder = new TextEncoder();
@@ -67,7 +69,8 @@ export class NativeRelay {
     this.watch.sawFirstChunk();
     this.see(first);
     const [branch, copy] = this.leg.body.tee();
-    const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
+    const batches = this.o.batches ?? WATCH_BATCHES;
+    const reader = (this.copy = batchReader(copy, batches));
     const watching = this.watchCopy();
     // A client that leaves is checked against the copy first (the leg machine's rule): a
     // client closes on [DONE], which may have reached it before the copy read it. The leg's
@@ -149,7 +152,10 @@ export class NativeRelay {
 
   /** The engine's body reached the client's pipe whole: how did it end? */
   private async ended(watching: Promise<void>): Promise<void> {
-    await watching; // the copy ends with the same body
+    // The copy ends with the same body: no pause before its last reads (the client's body
+    // waits for them, for its error event if [DONE] never came).
+    this.copy?.hurry();
+    await watching;
     if (this.inBandError) return this.endWith(this.inBandError);
     if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
     if (this.broke !== undefined) return this.sendError(this.watch.brokenStream(errorText(this.broke)), true);
