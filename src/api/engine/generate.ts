@@ -22,7 +22,7 @@ import { RequestMetrics } from "../request-metrics.js";
 import { StreamTiming } from "./stream-timing.js";
 import { headLatchKey } from "./early-head.js";
 import { rawHandoverKey, type RawHandover } from "./raw-handover.js";
-import { RawRelay, type RelayEnd } from "./raw-relay.js";
+import { RawRelay, type RawRelayOptions, type RelayEnd } from "./raw-relay.js";
 import { withRawBodies } from "../../backends/vllm-engine-raw-call.js";
 import type { RawLeg } from "../../pd/leg.js";
 
@@ -75,7 +75,7 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
       if (logPaths) console.debug(JSON.stringify({ msg: "relaying the engine's frames as sent", requestId: result.engineRequestId, protocol: handover.protocol }));
       // The head is final (a regular engine makes no PD decision): the body goes out now.
       ctx.values.get(headLatchKey)?.open(ctx.responseHeader);
-      const end = await relayed(handover, raw, timing, logPaths);
+      const end = await relayed(handover, raw, timing, { nativeTail: handover.nativeTail, logPaths, clientSignal: gw.clientSignal });
       if (end.outcome === "failed") throw end.error;
       if (end.outcome === "cancelled") [status, errorCode] = [499, "client_cancelled"];
       completed = end.outcome === "completed";
@@ -108,8 +108,8 @@ export async function* generate(req: GenerateRequest, ctx: HandlerContext): Asyn
 }
 
 /** Hands the leg's raw body to the response (raw-relay.ts) and waits for the relay's end. */
-function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming, logPaths: boolean): Promise<RelayEnd> {
-  const relay = new RawRelay(leg, handover.protocol, timing, handover.nativeTail, logPaths);
+function relayed(handover: RawHandover, leg: RawLeg, timing: StreamTiming, o: RawRelayOptions): Promise<RelayEnd> {
+  const relay = new RawRelay(leg, handover.protocol, timing, o);
   if (!handover.give(relay)) relay.cancel(); // the client already left
   return relay.ended;
 }

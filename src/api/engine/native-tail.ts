@@ -31,6 +31,8 @@ export interface TailHost {
   readonly watch: FrameWatch;
   /** Settled already (the client left, or a watched frame failed the leg). */
   readonly over: boolean;
+  /** The client went away (its own signal, or the leg's stop). */
+  readonly clientGone: boolean;
   cancel(): void;
   /** The engine's end-of-stream payload passed to the client: completed, or its error. */
   endedWith(payload: Uint8Array): void;
@@ -88,8 +90,10 @@ export class NativeTail {
     return this.close(client);
   }
 
+  /** The client's own signal counts too: while the leg checks the copy behind the client,
+   *  its signal has not fired yet, and a body that breaks then is the client's leaving. */
   private get clientLeft(): boolean {
-    return this.host.leg.signal.aborted;
+    return this.host.clientGone;
   }
 
   /** True when the pipe stopped short (the client left, or the engine's body broke). */

@@ -26,6 +26,17 @@ import type { StreamTiming } from "./stream-timing.js";
 
 export type RelayEnd = { outcome: "completed" } | { outcome: "cancelled" } | { outcome: "failed"; error: GatewayError };
 
+export interface RawRelayOptions {
+  /** generate_relay "native": the rest of the body goes to a native tail (native-tail.ts). */
+  nativeTail?: boolean;
+  /** Log the hand-over to the native tail (config debug.log_paths). */
+  logPaths?: boolean;
+  /** Fires when the client goes away, before the leg's own signal when the leg first checks
+   *  the copy behind the client (the native tail: a body that breaks in that window is the
+   *  client's leaving, not the engine's failure). */
+  clientSignal?: AbortSignal;
+}
+
 /** Cuts each chunk at whole frames, holding a partial frame back until it is complete, and
  *  stops at the first end-of-stream (or compressed) frame. */
 class FrameCutter {
@@ -104,9 +115,7 @@ export class RawRelay implements TailHost {
     readonly leg: RawLeg,
     private readonly protocol: "connect" | "grpc-web",
     timing: StreamTiming,
-    private readonly nativeTail = false,
-    /** Log the hand-over to the native tail (config debug.log_paths). */
-    private readonly logPaths = false,
+    private readonly o: RawRelayOptions = {},
   ) {
     this.ended = new Promise((r) => (this.settle = r));
     this.watch = new FrameWatch(leg.endFlag, timing);
@@ -135,7 +144,7 @@ export class RawRelay implements TailHost {
   /** Whole engine frames from the next chunk(s), or undefined once the relay is over. */
   private async relayed(): Promise<Uint8Array | undefined> {
     while (!this.over && !this.tail) {
-      if (this.nativeTail && this.passedFrames && !this.head) return this.handOff();
+      if (this.o.nativeTail && this.passedFrames && !this.head) return this.handOff();
       let chunk = this.head;
       this.head = undefined;
       if (!chunk) {
@@ -163,10 +172,15 @@ export class RawRelay implements TailHost {
 
   /** Ends the JavaScript part: the body (and any frame begun) goes to the native tail. */
   private handOff(): undefined {
-    if (this.logPaths) console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
+    if (this.o.logPaths) console.debug(JSON.stringify({ msg: "piping the rest of the engine's body natively", protocol: this.protocol }));
     this.reader.releaseLock();
     this.tail = new NativeTail(this, this.cutter.release());
     return undefined;
+  }
+
+  /** The client went away (its signal, or the leg's stop). */
+  get clientGone(): boolean {
+    return this.leg.signal.aborted || this.o.clientSignal?.aborted === true;
   }
 
   /** The gateway's end frame the client still needs, once. */

@@ -4,7 +4,7 @@
 // the engine's own end frame (clean or error) as the engine wrote it; the gateway's error end
 // after a body that breaks off or ends without an end-of-stream frame; the body closed after
 // one that ends inside a frame.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GenerateResponseSchema, type GenerateResponse } from "../../../src/gen/vllm_engine_pb.js";
 import { GatewayError } from "../../../src/core/errors.js";
@@ -27,14 +27,16 @@ const frames = [
 const CONNECT_OK = envelope(2, new TextEncoder().encode("{}"));
 const CONNECT_ERR = envelope(2, new TextEncoder().encode(JSON.stringify({ error: { code: "internal", message: "engine broke" } })));
 
-/** A leg whose head is `head` and whose body yields `rest` (then ends, or fails with `error`). */
-function leg(head: Uint8Array, rest: Uint8Array[], error?: unknown): RawLeg & { how: string[] } {
+/** A leg whose head is `head` and whose body yields `rest` (then ends, or fails with `error`,
+ *  once `gate` settled). */
+function leg(head: Uint8Array, rest: Uint8Array[], error?: unknown, gate?: Promise<void>): RawLeg & { how: string[] } {
   const how: string[] = [];
   let i = 0;
   const body = new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (i < rest.length) c.enqueue(rest[i++]!);
-      else if (error !== undefined) c.error(error);
+    async pull(c) {
+      if (i < rest.length) return c.enqueue(rest[i++]!);
+      await gate;
+      if (error !== undefined) c.error(error);
       else c.close();
     },
   });
@@ -85,7 +87,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     const [head, rest] = cuts(concat(...frames, CONNECT_OK), n);
     const l = leg(head, rest);
     const timing = new StreamTiming({ now: () => 10 });
-    const relay = new RawRelay(l, "connect", timing, true);
+    const relay = new RawRelay(l, "connect", timing, { nativeTail: true });
     expect(await clientBody(relay)).toEqual(concat(...frames, CONNECT_OK));
     expect(relay.tail).toBeDefined();
     expect(await relay.ended).toEqual({ outcome: "completed" });
@@ -96,7 +98,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
   it("an engine's error end: passed on as the engine wrote it, no gateway end after it", async () => {
     const [head, rest] = cuts(concat(...frames, CONNECT_ERR), n);
     const l = leg(head, rest);
-    const relay = new RawRelay(l, "connect", new StreamTiming(), true);
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true });
     expect(await clientBody(relay)).toEqual(concat(...frames, CONNECT_ERR));
     expect(await relay.ended).toMatchObject({ outcome: "failed", error: { code: "decode_stream_error" } });
     expect(l.how).toEqual(["failed"]);
@@ -106,7 +108,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     const body = concat(...frames);
     const [head, rest] = cuts(body, n);
     const l = leg(head, rest);
-    const relay = new RawRelay(l, "connect", new StreamTiming(), true);
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true });
     expect(await clientBody(relay)).toEqual(concat(body, brokenEnd("missing-end")));
     expect(await relay.ended).toMatchObject({ outcome: "failed" });
     expect(l.how).toEqual(["failed"]);
@@ -116,7 +118,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     const body = concat(...frames).subarray(0, frames[0]!.length + 9);
     const [head, rest] = cuts(body, n);
     const l = leg(head, rest);
-    const relay = new RawRelay(l, "connect", new StreamTiming(), true);
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true });
     expect(await clientBody(relay)).toEqual(body);
     expect(await relay.ended).toMatchObject({ outcome: "failed", error: { message: expect.stringContaining("incomplete") } });
     expect(l.how).toEqual(["failed"]);
@@ -126,7 +128,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     const body = concat(...frames);
     const [head, rest] = cuts(body, n);
     const l = leg(head, rest, new TypeError("connection reset"));
-    const relay = new RawRelay(l, "connect", new StreamTiming(), true);
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true });
     const got = await clientBody(relay);
     expect(await relay.ended).toMatchObject({ outcome: "failed", error: { message: expect.stringContaining("read") } });
     expect(l.how).toEqual(["failed"]);
@@ -138,6 +140,23 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     expect(body.subarray(0, sent.length)).toEqual(sent);
   });
 
+  it("the client gone (its own signal) while the leg still checks the copy, then the body breaks: recorded as the client's leaving", async () => {
+    const body = concat(...frames);
+    const [head, rest] = cuts(body, n);
+    let breakBody!: () => void;
+    const l = leg(head, rest, new TypeError("connection reset"), new Promise<void>((r) => (breakBody = r)));
+    const client = new AbortController();
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true, clientSignal: client.signal });
+    const reading = clientBody(relay);
+    await vi.waitFor(() => expect(relay.tail).toBeDefined());
+    // The leg's own signal has not fired: the leg machine waits for its check of the copy.
+    client.abort();
+    breakBody();
+    await reading;
+    expect(await relay.ended).toEqual({ outcome: "cancelled" });
+    expect(l.how).toEqual(["cancelled"]);
+  });
+
   it.each([
     ["a frame flagged compressed", envelope(1, new Uint8Array([1, 2, 3])), "compressed"],
     ["a frame declared over 16 MiB", new Uint8Array([0, 0x01, 0x00, 0x00, 0x01, 0x0a, 0x01]), "oversized"],
@@ -146,7 +165,7 @@ describe.each([3, 7, 11])("native tail, the body cut into %i-byte chunks", (n) =
     const body = concat(before, bad, frames[2]!, CONNECT_OK);
     const [head, rest] = cuts(body, n);
     const l = leg(head, rest);
-    const relay = new RawRelay(l, "connect", new StreamTiming(), true);
+    const relay = new RawRelay(l, "connect", new StreamTiming(), { nativeTail: true });
     const got = await clientBody(relay);
     expect(await relay.ended).toMatchObject({ outcome: "failed", error: { message: expect.stringContaining(failure) } });
     expect(l.how).toEqual(["failed"]);
