@@ -28,8 +28,9 @@
 // (internal.c++: the pump is wrapped in `AbortSignal::maybeCancelWrap`), and that write's
 // IdentityTransformStream is then left broken ("writer canceled"), so on workerd's own socket
 // the client's connection broke off without the error event.
-import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchOptions, type BatchReader } from "../core/batch-reader.js";
+import type { BatchOptions } from "../core/batch-reader.js";
 import { identityPipe } from "../core/byte-pipe.js";
+import { WatchedCopy } from "../core/watched-copy.js";
 import { errorText, type GatewayError } from "../core/errors.js";
 import type { DetachedLeg } from "../pd/leg.js";
 import { CANCELLED, COMPLETED, failedWith, type RelayEnding, type StreamWatch } from "./stream-watch.js";
@@ -48,11 +49,8 @@ const encoder = new TextEncoder();
 
 export class NativeRelay {
   private readonly toClient = identityPipe();
-  private copy: BatchReader | undefined;
-  private readonly catchUp = new CatchUp();
+  private copy: WatchedCopy | undefined;
   private inBandError: GatewayError | undefined;
-  private broke: unknown;
-  private watchStopped = false;
   private over = false;
   /** The watch's cap was passed: the engine's body is cut at its source with this error. */
   private tooLarge: GatewayError | undefined;
@@ -68,17 +66,15 @@ export class NativeRelay {
     if (this.clientLeft) return this.goneAlready();
     this.watch.sawFirstChunk();
     this.see(first);
-    const [branch, copy] = this.leg.body.tee();
-    const batches = this.o.batches ?? WATCH_BATCHES;
-    const reader = (this.copy = batchReader(copy, batches));
-    const watching = this.watchCopy();
+    const [branch, copy] = WatchedCopy.tee(this.leg.body, (bytes) => this.see(bytes), this.o.batches);
+    this.copy = copy;
     // A client that leaves is checked against the copy first (the leg machine's rule): a
     // client closes on [DONE], which may have reached it before the copy read it. The leg's
     // signal then stops the pipe and the copy. Without the check (a leg that cannot), the
     // client's signal stops the copy at once.
     const checked = this.leg.watchBehind !== undefined;
     this.leg.watchBehind?.(async () => {
-      await this.catchUp.now(reader, watching);
+      await copy.caughtUpNow();
       return this.watch.sawFinal || this.inBandError !== undefined;
     });
     for (const s of checked ? [this.leg.signal] : this.signals) s.addEventListener("abort", this.stopWatching, { once: true });
@@ -97,8 +93,8 @@ export class NativeRelay {
       },
     );
     const relaying = piped.then(
-      () => this.ended(watching),
-      (err: unknown) => this.broken(err, watching),
+      () => this.ended(copy),
+      (err: unknown) => this.broken(err, copy),
     );
     this.o.waitUntil?.(relaying);
     return this.toClient.readable as ReadableStream<Uint8Array>;
@@ -112,10 +108,7 @@ export class NativeRelay {
     return this.signals.some((s) => s.aborted);
   }
 
-  private readonly stopWatching = (): void => {
-    this.watchStopped = true;
-    this.copy?.cancel().catch(() => undefined);
-  };
+  private readonly stopWatching = (): void => this.copy?.stop();
 
   /** The client left before the pipe started: nothing to relay. */
   private goneAlready(): ReadableStream<Uint8Array> {
@@ -135,30 +128,15 @@ export class NativeRelay {
     return !r.error;
   }
 
-  private async watchCopy(): Promise<void> {
-    try {
-      for (;;) {
-        const r = await this.copy!.read();
-        if (r.done) return;
-        const more = this.see(r.value);
-        this.catchUp.watched(this.copy!);
-        if (!more) return this.stopWatching(); // the client's branch goes on
-      }
-    } catch (err) {
-      // A pending read ends in the cancel's reason in workerd: not the engine's doing.
-      if (!this.watchStopped) this.broke ??= err;
-    }
-  }
-
   /** The engine's body reached the client's pipe whole: how did it end? */
-  private async ended(watching: Promise<void>): Promise<void> {
+  private async ended(copy: WatchedCopy): Promise<void> {
     // The copy ends with the same body: no pause before its last reads (the client's body
     // waits for them, for its error event if [DONE] never came).
-    this.copy?.hurry();
-    await watching;
+    copy.hurry();
+    await copy.watching;
     if (this.inBandError) return this.endWith(this.inBandError);
     if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
-    if (this.broke !== undefined) return this.sendError(this.watch.brokenStream(errorText(this.broke)), true);
+    if (copy.broke) return this.sendError(this.watch.brokenStream(errorText(copy.broke.err)), true);
     const fragment = this.watch.holding;
     const last = this.watch.close();
     if (!last.error) {
@@ -181,16 +159,13 @@ export class NativeRelay {
   /** The pipe stopped: the client left (its signal or the leg's says so, or the runtime
    *  cancelled the client's body while the copy reads on), or else the engine's body broke off
    *  (the copy breaks too; the client's body, still open, gets the gateway's error event). */
-  private async broken(err: unknown, watching: Promise<void>): Promise<void> {
+  private async broken(err: unknown, copy: WatchedCopy): Promise<void> {
     if (this.tooLarge && !this.clientLeft) return this.sendError(this.tooLarge, true); // the watch is stopped
     // A broken engine body breaks the copy too, once it read what queued before the error.
-    if (!this.clientLeft) {
-      this.copy?.hurry();
-      await caughtUp(watching);
-    }
-    const cancelled = this.clientLeft || this.broke === undefined;
-    this.stopWatching(); // with the client's branch gone too, the engine's body is cancelled
-    await watching;
+    if (!this.clientLeft) await copy.settled();
+    const cancelled = this.clientLeft || copy.broke === undefined;
+    copy.stop(); // with the client's branch gone too, the engine's body is cancelled
+    await copy.watching;
     if (this.inBandError) return this.finish(failedWith(this.inBandError));
     // The copy saw the final event: the client had the whole stream (it closed on [DONE]).
     if (this.watch.sawFinal) return this.endWith(undefined);
@@ -199,7 +174,7 @@ export class NativeRelay {
     if (cancelled) return this.cancelled();
     // The watch reads behind the pipe, so whether a half-sent event went ahead is unknown: a
     // blank line ends any (after a whole event it is an empty line, which SSE parsers skip).
-    return this.sendError(this.watch.brokenStream(errorText(this.broke ?? err)), true);
+    return this.sendError(this.watch.brokenStream(errorText(copy.broke?.err ?? err)), true);
   }
 
   /** A stream whose end the client already has: completed, or failed (vLLM's error event, a

@@ -18,8 +18,8 @@
 // cancelled), and the leg ends with the engine's end if the copy saw it, else as cancelled
 // (with its Abort). With no signal, the leaving shows as the pipe failing once the runtime
 // cancelled the client's body while the copy reads on.
-import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchReader } from "../../core/batch-reader.js";
 import type { EnvelopeScanner } from "../../core/envelope.js";
+import { WatchedCopy } from "../../core/watched-copy.js";
 import type { LegFailure } from "../../core/leg-transport.js";
 import type { RawLeg } from "../../pd/leg.js";
 import type { FrameWatch } from "./frame-watch.js";
@@ -42,10 +42,7 @@ export interface TailHost {
 }
 
 export class NativeTail {
-  private copy: BatchReader | undefined;
-  private broke: { err: unknown } | undefined;
-  private watchStopped = false;
-  private readonly catchUp = new CatchUp();
+  private copy: WatchedCopy | undefined;
 
   /** `held`: the first bytes of a frame the relay held back (whole frames only, in JS). */
   constructor(
@@ -61,27 +58,26 @@ export class NativeTail {
       this.host.cancel();
       return this.close(client);
     }
-    const [branch, copy] = leg.body.tee();
-    const reader = (this.copy = batchReader(copy, WATCH_BATCHES));
-    const watching = this.watchCopy();
+    const [branch, copy] = WatchedCopy.tee(leg.body, (bytes) => this.see(bytes));
+    this.copy = copy;
     // A client that leaves is checked against the copy first (the leg machine's rule): a
     // client closes on the end frame, which may have gone out before the copy read it, and
     // an engine that ended gets no Abort. Then the leg's signal stops the pipe.
     leg.watchBehind?.(async () => {
-      await this.catchUp.now(reader, watching);
+      await copy.caughtUpNow();
       return this.host.watch.endPayload !== undefined;
     });
-    leg.signal.addEventListener("abort", reader.hurry, { once: true });
+    leg.signal.addEventListener("abort", copy.hurry, { once: true });
     const pipeFailed = await this.pipe(branch, client);
-    leg.signal.removeEventListener("abort", reader.hurry);
-    reader.hurry();
+    leg.signal.removeEventListener("abort", copy.hurry);
+    copy.hurry();
     // Stopped: a broken engine body breaks the copy too, once it read what queued; a client
     // that left leaves the copy reading an engine that goes on, so it is stopped then.
     if (pipeFailed) {
-      await caughtUp(watching);
-      if (leg.signal.aborted || !this.broke) this.stopWatching();
+      await copy.settled();
+      if (leg.signal.aborted || !copy.broke) copy.stop();
     }
-    await watching;
+    await copy.watching;
     this.settle(pipeFailed);
     const final = this.host.takeFinal();
     // Behind a frame cut short the client would read an end frame as that frame's rest (and
@@ -125,33 +121,20 @@ export class NativeTail {
     }
     // The client left: its leaving ended the engine's body too (the fetch aborted).
     if (this.clientLeft) return host.cancel();
-    if (this.broke) return host.fail(host.leg.failure("read", this.broke.err));
+    const broke = this.copy?.broke;
+    if (broke) return host.fail(host.leg.failure("read", broke.err));
     if (pipeFailed) return host.cancel(); // not the engine's body: the client's went
     host.fail(host.leg.failure(host.scanner.atBoundary ? "missing-end" : "incomplete"));
   }
 
-  private readonly stopWatching = (): void => {
-    this.watchStopped = true;
-    this.copy?.cancel().catch(() => undefined);
-  };
-
-  /** Reads the copy behind the client; a compressed or oversized frame fails the leg (which
-   *  cuts the engine's body at its source, so the pipe stops too). */
-  private async watchCopy(): Promise<void> {
+  /** A batch of the copy behind the client; a compressed or oversized frame fails the leg
+   *  (which cuts the engine's body at its source, so the pipe stops too). */
+  private see(bytes: Uint8Array): boolean {
     const { host } = this;
-    try {
-      for (;;) {
-        const r = await this.copy!.read();
-        if (r.done) return;
-        host.scanner.push(r.value);
-        if (!host.over && host.watch.oversized) host.fail(host.leg.failure("oversized"));
-        else if (!host.over && host.watch.compressed) host.fail(host.leg.failure("compressed"));
-        this.catchUp.watched(this.copy!);
-      }
-    } catch (err) {
-      // A pending read ends in the cancel's reason in workerd: not the engine's doing.
-      if (!this.watchStopped) this.broke ??= { err };
-    }
+    host.scanner.push(bytes);
+    if (!host.over && host.watch.oversized) host.fail(host.leg.failure("oversized"));
+    else if (!host.over && host.watch.compressed) host.fail(host.leg.failure("compressed"));
+    return true;
   }
 
   private async write(client: WritableStream<Uint8Array>, bytes: Uint8Array): Promise<boolean> {
