@@ -130,10 +130,7 @@ export class NativeRelay {
 
   /** The engine's body reached the client's pipe whole: how did it end? */
   private async ended(copy: WatchedCopy): Promise<void> {
-    // The copy ends with the same body: no pause before its last reads (the client's body
-    // waits for them, for its error event if [DONE] never came).
-    copy.hurry();
-    await copy.watching;
+    await copy.rest(); // the copy ends with the same body
     if (this.inBandError) return this.endWith(this.inBandError);
     if (this.tooLarge) return this.endWith(this.tooLarge); // the body ended before the cut took
     if (copy.broke) return this.sendError(this.watch.brokenStream(errorText(copy.broke.err)), true);

@@ -20,16 +20,6 @@ export interface BatchReader {
   hurry(): void;
 }
 
-/** How long a relay whose pipe stopped waits for its hurried copy to show a broken engine
- *  body (it reads what queued in one go, then meets the error) before it takes the stop for
- *  the client's leaving. */
-export const CATCH_UP_MS = 50;
-
-/** `watching` settled, or CATCH_UP_MS passed. */
-export function caughtUp(watching: Promise<void>): Promise<unknown> {
-  return Promise.race([watching, new Promise((r) => setTimeout(r, CATCH_UP_MS))]);
-}
-
 export interface BatchOptions {
   /** The most one read takes (its buffer). */
   maxBytes: number;
@@ -37,26 +27,6 @@ export interface BatchOptions {
   pauseMs: number;
   /** The first read's buffer; each read that fills it doubles it, up to maxBytes. */
   firstBytes?: number;
-}
-
-/** A relay whose client left asks whether the copy behind it saw the stream's end: the read
- *  under way when hurried takes all that queued, so once that batch was watched, what the
- *  client had is seen. */
-export class CatchUp {
-  private readonly waiters: (() => void)[] = [];
-
-  /** The watch took in `reader`'s last batch: the batch under way was all that queued, unless
-   *  it filled the reader's buffer (then the next one is waited for too). */
-  watched(reader: BatchReader): void {
-    if (!reader.filled) for (const w of this.waiters.splice(0)) w();
-  }
-
-  /** Hurries `reader`; settles once the batches under way were watched (up to one that did
-   *  not fill the buffer), `watching` settled, or CATCH_UP_MS passed. */
-  now(reader: BatchReader, watching: Promise<void>): Promise<unknown> {
-    reader.hurry();
-    return Promise.race([new Promise<void>((r) => this.waiters.push(r)), caughtUp(watching)]);
-  }
 }
 
 /** The native relays' watch: a 256-token stream at 20 ms a token is about 100 looks instead of

@@ -4,7 +4,12 @@
 // What both relays need of it, written once: the watch loop, whether the copy broke (the
 // engine's body broke: a copy that was stopped is not that), stopping it, and catching it up to
 // what the client had when the pipe stopped or the client left.
-import { batchReader, CatchUp, caughtUp, WATCH_BATCHES, type BatchOptions, type BatchReader } from "./batch-reader.js";
+import { batchReader, WATCH_BATCHES, type BatchOptions, type BatchReader } from "./batch-reader.js";
+
+/** How long a relay waits for its hurried copy: to show a broken engine body once its pipe
+ *  failed (it reads what queued in one go, then meets the error), or to show what the client
+ *  had once the client left, before it takes the stop for the client's leaving. */
+export const CATCH_UP_MS = 50;
 
 /** Takes each batch (valid during the call); false when there is nothing more to learn: the
  *  watch stops, the client's branch goes on. */
@@ -17,7 +22,8 @@ export class WatchedCopy {
   broke: { err: unknown } | undefined;
   private stopped = false;
   private readonly reader: BatchReader;
-  private readonly catchUp = new CatchUp();
+  /** caughtUpNow's callers, told once a batch that did not fill the buffer was seen. */
+  private readonly waiters: (() => void)[] = [];
 
   /** Tees `body`: the client's branch, and its copy watched by `see`. */
   static tee(body: ReadableStream<Uint8Array>, see: SeeBatch, batches: BatchOptions = WATCH_BATCHES): [ReadableStream<Uint8Array>, WatchedCopy] {
@@ -39,17 +45,26 @@ export class WatchedCopy {
   /** No more pauses: the copy is needed caught up. */
   readonly hurry = (): void => this.reader.hurry();
 
-  /** Hurried; settles once the batches under way were seen (what the client had when asked),
-   *  the watch ended, or CATCH_UP_MS passed: the leg's check of a client that left. */
+  /** The pipe ended: the copy's last batches, read without pauses (the client's body waits for
+   *  the relay's end). */
+  rest(): Promise<void> {
+    this.hurry();
+    return this.watching;
+  }
+
+  /** Hurried; settles once the batches under way were seen (what the client had when asked:
+   *  the read under way takes all that queued, and one that filled its buffer is followed by
+   *  the next), the watch ended, or CATCH_UP_MS passed: the leg's check of a client that left. */
   caughtUpNow(): Promise<unknown> {
-    return this.catchUp.now(this.reader, this.watching);
+    this.hurry();
+    return Promise.race([new Promise<void>((r) => this.waiters.push(r)), this.settled()]);
   }
 
   /** Hurried; settles once the watch ended or CATCH_UP_MS passed: a pipe that failed asks
    *  whether the engine's body broke (the copy then breaks too, after what queued). */
   settled(): Promise<unknown> {
-    this.reader.hurry();
-    return caughtUp(this.watching);
+    this.hurry();
+    return Promise.race([this.watching, new Promise((r) => setTimeout(r, CATCH_UP_MS))]);
   }
 
   private async watch(see: SeeBatch): Promise<void> {
@@ -58,7 +73,7 @@ export class WatchedCopy {
         const r = await this.reader.read();
         if (r.done) return;
         const more = see(r.value);
-        this.catchUp.watched(this.reader);
+        if (!this.reader.filled) for (const w of this.waiters.splice(0)) w();
         if (!more) return this.stop();
       }
     } catch (err) {

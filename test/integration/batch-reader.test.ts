@@ -20,11 +20,15 @@ async function readAll(reader: Pick<ReturnType<typeof batchReader>, "read">): Pr
   return { sizes, got };
 }
 
-it("takes what queued during a pause in one read, never more than its buffer", async () => {
+/** A byte stream tee()'d: its writer, the copy to read, and the client's branch drained. */
+function teed() {
   const pipe = new IdentityTransformStream();
   const [client, copy] = (pipe.readable as ReadableStream<Uint8Array>).tee();
-  const draining = client.pipeTo(new WritableStream());
-  const writer = pipe.writable.getWriter();
+  return { copy, draining: client.pipeTo(new WritableStream()), writer: pipe.writable.getWriter() };
+}
+
+it("takes what queued during a pause in one read, never more than its buffer", async () => {
+  const { copy, draining, writer } = teed();
   const sent = chunks(100, 1000);
   const reader = batchReader(copy, { maxBytes: 16384, pauseMs: 50 });
   const reading = readAll(reader);
@@ -39,10 +43,7 @@ it("takes what queued during a pause in one read, never more than its buffer", a
 });
 
 it("starts with a small buffer and doubles it after each read that filled it, up to maxBytes", async () => {
-  const pipe = new IdentityTransformStream();
-  const [client, copy] = (pipe.readable as ReadableStream<Uint8Array>).tee();
-  const draining = client.pipeTo(new WritableStream());
-  const writer = pipe.writable.getWriter();
+  const { copy, draining, writer } = teed();
   const sent = chunks(60, 1000);
   const reader = batchReader(copy, { maxBytes: 16384, pauseMs: 50, firstBytes: 1024 });
   const sizes: number[] = [];

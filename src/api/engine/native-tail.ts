@@ -42,8 +42,6 @@ export interface TailHost {
 }
 
 export class NativeTail {
-  private copy: WatchedCopy | undefined;
-
   /** `held`: the first bytes of a frame the relay held back (whole frames only, in JS). */
   constructor(
     private readonly host: TailHost,
@@ -59,7 +57,6 @@ export class NativeTail {
       return this.close(client);
     }
     const [branch, copy] = WatchedCopy.tee(leg.body, (bytes) => this.see(bytes));
-    this.copy = copy;
     // A client that leaves is checked against the copy first (the leg machine's rule): a
     // client closes on the end frame, which may have gone out before the copy read it, and
     // an engine that ended gets no Abort. Then the leg's signal stops the pipe.
@@ -70,27 +67,21 @@ export class NativeTail {
     leg.signal.addEventListener("abort", copy.hurry, { once: true });
     const pipeFailed = await this.pipe(branch, client);
     leg.signal.removeEventListener("abort", copy.hurry);
-    copy.hurry();
     // Stopped: a broken engine body breaks the copy too, once it read what queued; a client
     // that left leaves the copy reading an engine that goes on, so it is stopped then.
     if (pipeFailed) {
       await copy.settled();
       if (leg.signal.aborted || !copy.broke) copy.stop();
     }
-    await copy.watching;
-    this.settle(pipeFailed);
+    await copy.rest();
+    this.settle(pipeFailed, copy.broke);
     const final = this.host.takeFinal();
     // Behind a frame cut short the client would read an end frame as that frame's rest (and
     // wait for more): closing the body fails its decoder at once instead.
-    if (final && !this.clientLeft && this.host.scanner.atBoundary) await this.write(client, final);
+    if (final && !this.host.clientGone && this.host.scanner.atBoundary) await this.write(client, final);
     return this.close(client);
   }
 
-  /** The client's own signal counts too: while the leg checks the copy behind the client,
-   *  its signal has not fired yet, and a body that breaks then is the client's leaving. */
-  private get clientLeft(): boolean {
-    return this.host.clientGone;
-  }
 
   /** True when the pipe stopped short (the client left, or the engine's body broke). */
   private async pipe(branch: ReadableStream<Uint8Array>, client: WritableStream<Uint8Array>): Promise<boolean> {
@@ -106,8 +97,8 @@ export class NativeTail {
     }
   }
 
-  /** How the relay ended, once the pipe and the watch are done. */
-  private settle(pipeFailed: boolean): void {
+  /** How the relay ended, once the pipe and the watch are done (`broke`: the copy's). */
+  private settle(pipeFailed: boolean, broke: { err: unknown } | undefined): void {
     const { host } = this;
     if (host.over) return;
     // The engine's end frame decides once the watch saw it (it went to the client: no gateway
@@ -119,9 +110,9 @@ export class NativeTail {
       host.takeFinal();
       return;
     }
-    // The client left: its leaving ended the engine's body too (the fetch aborted).
-    if (this.clientLeft) return host.cancel();
-    const broke = this.copy?.broke;
+    // The client left (its own signal counts: while the leg checks the copy behind the client
+    // its signal has not fired yet): its leaving ended the engine's body too (the fetch aborted).
+    if (host.clientGone) return host.cancel();
     if (broke) return host.fail(host.leg.failure("read", broke.err));
     if (pipeFailed) return host.cancel(); // not the engine's body: the client's went
     host.fail(host.leg.failure(host.scanner.atBoundary ? "missing-end" : "incomplete"));

@@ -93,7 +93,7 @@ describe.each([
   ];
   if (transport === "connect") {
     answers.push(["another content type", { headers: { "content-type": "application/json" }, body: [] }]);
-    // The end-of-stream JSON in every form the fast clean-end check meets (isCleanConnectEnd).
+    // End-of-stream JSON beside `{}` (the only one isCleanConnectEnd takes): each still as connect-web reads it.
     const ends: [string, Uint8Array][] = [
       ["an end with spaces", envelope(2, enc.encode(" { } "))],
       ["an end with metadata", connectEnd({ metadata: { "x-trailer": ["a", "b"] } })],

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { LegStream } from "../../../src/pd/leg.js";
 import { sseRelay, type RelayEnd } from "../../../src/api/openai/relay.js";
-import { CATCH_UP_MS } from "../../../src/core/batch-reader.js";
+import { CATCH_UP_MS } from "../../../src/core/watched-copy.js";
 
 type Step = string | Error;
 /** pulled: the leg cannot hand its stream over, so the relay pulls it through next(); piped: the leg hands its stream over
