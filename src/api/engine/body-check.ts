@@ -5,7 +5,8 @@
 // a frame flagged compressed with no encoding declared. gzip-compressed messages are inflated
 // (bounded) to be checked; an encoding the gateway does not know is left to Connect, which
 // answers Unimplemented naming it. JSON messages are left to Connect (it already answers
-// InvalidArgument). The body is read once, bounded by the configured limit, and handed on.
+// InvalidArgument). The body is read once, bounded by the configured limit, and handed on as
+// the bytes read (Connect takes them as they are: no Request is rebuilt around them).
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
@@ -16,19 +17,27 @@ import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 
 const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
-export async function checkProtoBody(request: Request, maxBytes: number): Promise<Request | Response> {
+/** The body as checked: its bytes, or none when it was left unread (Connect reads it). */
+export interface CheckedBody {
+  bytes?: Uint8Array;
+}
+
+const UNREAD: CheckedBody = {};
+
+/** The body's bytes once checked, or the 4xx answer to it. */
+export async function checkProtoBody(request: Request, maxBytes: number): Promise<CheckedBody | Response> {
   const method = methodsByName.get(new URL(request.url).pathname.split("/").pop() ?? "");
-  if (!method) return request;
+  if (!method) return UNREAD;
   const format = wireFormatOf(request.headers.get("content-type"), method);
-  if (!format) return request;
+  if (!format) return UNREAD;
   // Unary JSON: nothing to unframe, and Connect reports bad JSON well. Only a body without a
   // declared length is read here, so that one over the limit is drained and refused with 413
   // (Connect's own readMaxBytes would cancel it; see core/body.ts).
   const unaryJson = !format.enveloped && !format.binary;
-  if (unaryJson && request.headers.has("content-length")) return request;
+  if (unaryJson && request.headers.has("content-length")) return UNREAD;
   const bytes = await readBody(request, unaryJson ? maxBytes : maxBytes + 5);
   if (bytes === undefined) return reject(request, 413, "body_too_large", `body: larger than ${maxBytes} bytes`);
-  if (unaryJson) return withBody(request, bytes);
+  if (unaryJson) return { bytes };
   const encoding = encodingOf(request, format);
   const payloads = format.enveloped ? unframe(bytes) : [{ data: bytes, compressed: encoding !== undefined }];
   if (typeof payloads === "string") {
@@ -61,11 +70,7 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
       return reject(request, 400, "invalid_request", `body: not a valid ${method.input.typeName}: ${(err as Error).message}`);
     }
   }
-  return withBody(request, bytes);
-}
-
-function withBody(request: Request, bytes: Uint8Array): Request {
-  return new Request(request.url, { method: request.method, headers: request.headers, body: bytes, signal: request.signal });
+  return { bytes };
 }
 
 /** The request's declared compression, if any ("identity" is none). */

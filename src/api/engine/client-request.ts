@@ -4,8 +4,8 @@
 // vLLM must not (issue 32): a request id with a newline (the servicer uses it as it is, in
 // its logs and KV-transfer messages) and NaN or infinite sampling floats (NaN passes vLLM's
 // range checks), so both are refused here, naming the field.
-import { clone, ScalarType } from "@bufbuild/protobuf";
-import { GenerateRequestSchema, SamplingParamsSchema, type GenerateRequest, type SamplingParams } from "../../gen/vllm_engine_pb.js";
+import { ScalarType } from "@bufbuild/protobuf";
+import { SamplingParamsSchema, type GenerateRequest, type SamplingParams } from "../../gen/vllm_engine_pb.js";
 import { normaliseN } from "../../pd/skip.js";
 
 export type ClientRequestCheck = { ok: true; request: GenerateRequest } | { ok: false; field: string; message: string };
@@ -39,9 +39,8 @@ export function checkClientRequest(
   if (idProblem) return { ok: false, field: "request_id", message: `request_id: ${idProblem}` };
   const float = req.samplingParams && nonFiniteFloat(req.samplingParams);
   if (float) return { ok: false, field: float, message: `${float}: must be a finite number` };
-  const r = clone(GenerateRequestSchema, req);
-  r.kvTransferParams = undefined;
-  r.kvTransferParamsJson = undefined;
+  // A shallow copy: only top-level fields change here (encodeGenerateLeg copies what it changes).
+  const r: GenerateRequest = { ...req, kvTransferParams: undefined, kvTransferParamsJson: undefined };
   if (r.requestId === "") r.requestId = mintRequestId();
   return { ok: true, request: r };
 }

@@ -9,13 +9,14 @@ import {
   universalServerRequestFromFetch,
   universalServerResponseToFetch,
   type UniversalHandler,
+  type UniversalServerRequest,
 } from "@connectrpc/connect/protocol";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { gatewayContextKey, type GatewayContext } from "../../context.js";
 import { engineService } from "./service.js";
 import { gatewayErrorInterceptor } from "./errors.js";
-import { checkProtoBody } from "./body-check.js";
+import { checkProtoBody, type CheckedBody } from "./body-check.js";
 import { gzip } from "./compression.js";
 import { acceptedContentTypes, wireFormatOf, type WireFormat } from "./content-types.js";
 import { keepaliveFrame } from "./keepalive.js";
@@ -58,11 +59,11 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
   const releaseAbort = method === ABORT ? takeAbortSlot(gw) : undefined;
   if (releaseAbort === null) return reject(raw, 429, "abort_rate_limited", abortLimitMessage(gw));
   try {
-    const request = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
-    if (request instanceof Response) return request;
-    if (method.methodKind === "server_streaming") return streamingCall(request, handler, gw, format, method);
+    const body = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
+    if (body instanceof Response) return body;
+    if (method.methodKind === "server_streaming") return streamingCall(raw, body, handler, gw, format, method);
     const contextValues = createContextValues().set(gatewayContextKey, gw);
-    const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
+    const uReq = { ...universalRequest(raw, body), contextValues };
     return alreadyEncoded(universalServerResponseToFetch(await handler(uReq)));
   } finally {
     releaseAbort?.();
@@ -84,13 +85,13 @@ function abortLimitMessage(gw: GatewayContext): string {
  *  keepalive frames follow until the first message when configured, and a cancelled body is a
  *  client that left, like request.signal firing. A Generate whose wire format allows it gets a
  *  handover for the raw frame relay (raw-eligible.ts, raw-relay.ts). */
-async function streamingCall(request: Request, handler: UniversalHandler, gw: GatewayContext, format: WireFormat, method: DescMethod): Promise<Response> {
+async function streamingCall(request: Request, body: CheckedBody, handler: UniversalHandler, gw: GatewayContext, format: WireFormat, method: DescMethod): Promise<Response> {
   const latch = new HeadLatch();
   const bodyCancelled = new AbortController();
   const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
   const call: GatewayContext = { ...gw, clientSignal, pipeline: (model) => ({ ...gw.pipeline(model), clientSignal }) };
   const contextValues = createContextValues().set(gatewayContextKey, call).set(headLatchKey, latch);
-  const uReq = { ...universalServerRequestFromFetch(request, {}), contextValues };
+  const uReq = { ...universalRequest(request, body), contextValues };
   const everyMs = gw.config.pd.stream_keepalive_ms;
   const keepalive = everyMs > 0 ? { frame: keepaliveFrame(format), everyMs } : undefined;
   const onCancel = (reason: unknown) => bodyCancelled.abort(reason);
@@ -101,6 +102,25 @@ async function streamingCall(request: Request, handler: UniversalHandler, gw: Ga
 }
 
 const GENERATE = VllmEngine.method.generate;
+
+/** The request as Connect takes it, with the body's bytes when they were read and checked. */
+function universalRequest(request: Request, body: CheckedBody): UniversalServerRequest {
+  const bytes = body.bytes;
+  if (!bytes) return universalServerRequestFromFetch(request, {});
+  return { httpVersion: "", method: request.method, url: request.url, header: request.headers, body: { [Symbol.asyncIterator]: () => oneChunk(bytes) }, signal: request.signal };
+}
+
+/** An iterator over one chunk (Connect reads a body as an async iterable). */
+function oneChunk(bytes: Uint8Array): AsyncIterator<Uint8Array> {
+  let given = false;
+  return {
+    next: () => {
+      if (given) return Promise.resolve({ done: true, value: undefined });
+      given = true;
+      return Promise.resolve({ done: false, value: bytes });
+    },
+  };
+}
 
 /** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
  *  would compress such a body again unless told it already is. */

@@ -95,7 +95,26 @@ describe("buildPrefillRequest (pd-reference 2.4, T1)", () => {
     const r = request();
     buildPrefillRequest(r, { mode: NIXL, relay: true });
     expect(r.samplingParams?.maxTokens).toBe(64);
+    expect(r.samplingParams?.stop).toEqual(["\n"]);
     expect(r.stream).toBe(true);
+  });
+  it("legs built from one request share no change (the copy is shallow)", () => {
+    const r = request(1, { mmInputs: pixels as never, kvTransferParamsJson: "{\"from\":\"client\"}" });
+    const prefill = buildPrefillRequest(r, { mode: NIXL, relay: true, dpRank: 2 });
+    const decode = buildDecodeRequest(r, { mode: NIXL, relay: true, harvested: "{\"h\":1}", prefillRan: true }).request;
+    // the decode leg's stripped pixels are not stripped from the request or the prefill leg
+    expect(decode.mmInputs?.pixelValues).toBeUndefined();
+    expect(prefill.mmInputs?.pixelValues?.shape).toEqual([1, 3]);
+    expect(r.mmInputs?.pixelValues?.shape).toEqual([1, 3]);
+    // the prefill cap changed the prefill leg's sampling only
+    expect(prefill.samplingParams).not.toBe(r.samplingParams);
+    expect(decode.samplingParams?.maxTokens).toBe(64);
+    expect(r.samplingParams?.maxTokens).toBe(64);
+    // KV params and the DP rank are per leg, the request's own untouched
+    expect(prefill.dataParallelRank).toBe(2);
+    expect(r.dataParallelRank).toBeUndefined();
+    expect(decode.kvTransferParamsJson).toBe("{\"h\":1}");
+    expect(r.kvTransferParamsJson).toBe("{\"from\":\"client\"}");
   });
 });
 
