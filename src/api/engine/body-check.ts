@@ -17,9 +17,11 @@ import { BodyTooLargeError, readClientBody } from "../../core/body.js";
 
 const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
-/** The body as checked: its bytes, or none when it was left unread (Connect reads it). */
+/** The body as checked: its bytes, or none when it was left unread (Connect reads it), and
+ *  its one binary message decoded, when it had exactly one. */
 export interface CheckedBody {
   bytes?: Uint8Array;
+  message?: unknown;
 }
 
 const UNREAD: CheckedBody = {};
@@ -49,6 +51,7 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
       `body: the body is not a ${name} envelope (each message is a flags byte and a 4-byte big-endian length, then the message): ${payloads}`,
     );
   }
+  const decoded: unknown[] = [];
   for (const p of payloads) {
     let data = p.data;
     if (p.compressed) {
@@ -65,12 +68,12 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
     }
     if (!format.binary) continue;
     try {
-      fromBinary(method.input, data);
+      decoded.push(fromBinary(method.input, data));
     } catch (err) {
       return reject(request, 400, "invalid_request", `body: not a valid ${method.input.typeName}: ${(err as Error).message}`);
     }
   }
-  return { bytes };
+  return decoded.length === 1 && payloads.length === 1 ? { bytes, message: decoded[0] } : { bytes };
 }
 
 /** The request's declared compression, if any ("identity" is none). */

@@ -12,7 +12,7 @@ import {
   type UniversalServerRequest,
 } from "@connectrpc/connect/protocol";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { VllmEngine } from "../../gen/vllm_engine_pb.js";
+import { VllmEngine, type GenerateRequest } from "../../gen/vllm_engine_pb.js";
 import { gatewayContextKey, type GatewayContext } from "../../context.js";
 import { engineService } from "./service.js";
 import { gatewayErrorInterceptor } from "./errors.js";
@@ -24,6 +24,7 @@ import { HeadLatch, headLatchKey, respondEarly } from "./early-head.js";
 import { reject } from "../../errors/render.js";
 import { rawRelayProtocol } from "./raw-eligible.js";
 import { RawHandover, rawHandoverKey } from "./raw-handover.js";
+import { directGenerate } from "./direct-generate.js";
 
 export const ENGINE_SERVICE_PATH = `/${VllmEngine.typeName}/`;
 
@@ -91,14 +92,18 @@ async function streamingCall(request: Request, body: CheckedBody, handler: Unive
   const clientSignal = AbortSignal.any([gw.clientSignal, bodyCancelled.signal]);
   const call: GatewayContext = { ...gw, clientSignal, pipeline: (model) => ({ ...gw.pipeline(model), clientSignal }) };
   const contextValues = createContextValues().set(gatewayContextKey, call).set(headLatchKey, latch);
-  const uReq = { ...universalRequest(request, body), contextValues };
   const everyMs = gw.config.pd.stream_keepalive_ms;
   const keepalive = everyMs > 0 ? { frame: keepaliveFrame(format), everyMs } : undefined;
   const onCancel = (reason: unknown) => bodyCancelled.abort(reason);
   const rawProtocol = method === GENERATE ? rawRelayProtocol(format, request.headers) : undefined;
   const handover = rawProtocol ? new RawHandover(rawProtocol) : undefined;
   if (handover) contextValues.set(rawHandoverKey, handover);
-  return respondEarly(handler(uReq), latch, onCancel, keepalive, handover, gw.waitUntil);
+  // The raw relay's Connect form, decoded already: served without connect-es's pipeline.
+  const responding =
+    rawProtocol === "connect" && body.message
+      ? directGenerate(request, body.message as GenerateRequest, contextValues)
+      : handler({ ...universalRequest(request, body), contextValues });
+  return respondEarly(responding, latch, onCancel, keepalive, handover, gw.waitUntil);
 }
 
 const GENERATE = VllmEngine.method.generate;

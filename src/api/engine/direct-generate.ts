@@ -1,0 +1,70 @@
+// A streamed Generate in the Connect protocol's binary, uncompressed form with no deadline
+// (the form the raw relay takes, raw-eligible.ts) is served by the Generate implementation
+// directly, without connect-es's handler pipeline: its request body was already read, split
+// and decoded by body-check.ts, and what the handler writes before a raw handover is a few
+// messages and the end-of-stream message. connect-es's pipeline (body iterables, envelope
+// transforms, interceptor and invoker wrappers) was most of the fixed CPU a short Generate
+// cost over a pass-through (docs/benchmarks.md). What it does for this form is done here the
+// same way, with connect-es's own pieces: the handler context (createHandlerContext), the
+// response once the first message or the end is there (so headers the handler sets are in
+// it), each message enveloped, and the end-of-stream message carrying the response trailers
+// and the error (the surface's one mapping, errors.ts).
+// gRPC-web and every other form still go through connect-es (router.ts).
+import { toBinary } from "@bufbuild/protobuf";
+import { createHandlerContext, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { encodeEnvelope, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { contentTypeStreamProto, createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
+import { GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../../gen/vllm_engine_pb.js";
+import { toConnectError } from "./errors.js";
+import { generate } from "./generate.js";
+
+const endStream = createEndStreamSerialization({});
+
+/** The call's response, as connect-es's handler would give it. */
+export async function directGenerate(request: Request, message: GenerateRequest, contextValues: ContextValues): Promise<UniversalServerResponse> {
+  const ctx = createHandlerContext({
+    service: VllmEngine,
+    method: VllmEngine.method.generate,
+    protocolName: "connect",
+    requestMethod: request.method,
+    url: request.url,
+    requestHeader: request.headers,
+    requestSignal: request.signal,
+    responseHeader: { "content-type": contentTypeStreamProto },
+    contextValues,
+  });
+  const messages = generate(message, ctx)[Symbol.asyncIterator]();
+  const first = await step(messages);
+  return { status: 200, header: ctx.responseHeader, body: framed(first, messages, ctx) };
+}
+
+type Step = { value: GenerateResponse } | { done: true } | { error: unknown };
+
+async function step(messages: AsyncIterator<GenerateResponse>): Promise<Step> {
+  try {
+    const r = await messages.next();
+    return r.done ? { done: true } : { value: r.value };
+  } catch (error) {
+    return { error };
+  }
+}
+
+/** The messages enveloped, then the end-of-stream message. Ended early by the body's reader
+ *  (the client left), the handler's generator is returned, which ends its legs. */
+async function* framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext): AsyncIterable<Uint8Array> {
+  let s = first;
+  let finished = false;
+  try {
+    while ("value" in s) {
+      yield encodeEnvelope(0, toBinary(GenerateResponseSchema, s.value));
+      s = await step(messages);
+    }
+    finished = true;
+  } finally {
+    if (!finished) await messages.return?.();
+  }
+  // connect-es also aborts the context's signal here, building an AbortError each call; no
+  // Generate code listens to it (the client's leaving reaches the legs as clientSignal).
+  const error = "error" in s ? toConnectError(s.error) : undefined;
+  yield encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: ctx.responseTrailer, ...(error ? { error } : {}) }));
+}
