@@ -11,14 +11,22 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GenerateResponseSchema } from "../../src/gen/vllm_engine_pb.js";
 import { testGateway, type TestGateway } from "../support/gateway.js";
 import { startTestCluster, type TestCluster } from "../support/sim.js";
-import { MODEL, pairConfig, pairSpecs } from "../support/pd-fixtures.js";
+import { expectNoPinnedBlocks, FAST, MODEL, pairConfig, pairSpecs } from "../support/pd-fixtures.js";
 import { decodeStream, envelope, GENERATE_URL, generateRequest } from "../support/engine-wire.js";
 
 let cluster: TestCluster;
-let gateways: Record<"native" | "frames", TestGateway>;
+type Kind = "native" | "frames" | "decoded" | "regular";
+let gateways: Record<Kind, TestGateway>;
 beforeAll(async () => {
-  cluster = await startTestCluster({ engines: pairSpecs() });
-  gateways = { native: testGateway(pairConfig(cluster)), frames: testGateway(pairConfig(cluster, { generateRelay: "frames" })) };
+  cluster = await startTestCluster({ engines: [...pairSpecs(), { name: "whole", role: "both", kvConnector: "none", model: MODEL, port: 0, latency: FAST }] });
+  gateways = {
+    native: testGateway(pairConfig(cluster)),
+    frames: testGateway(pairConfig(cluster, { generateRelay: "frames" })),
+    // gRPC-web engines: no raw relay for a Connect client, every message written by the direct path
+    decoded: testGateway(pairConfig(cluster, { transport: "grpc-web" })),
+    // No PD decision either: the first message, not the early head, makes the response
+    regular: testGateway({ models: { [MODEL]: { regular: [{ name: "whole", url: cluster.url("whole"), transport: "grpc-web" }] } } }),
+  };
 });
 afterAll(async () => {
   await cluster.close();
@@ -60,7 +68,7 @@ const CASES: Case[] = [
   ],
 ];
 
-async function compare(relay: "native" | "frames", [name, init, headers = {}, fault]: Case): Promise<void> {
+async function compare(relay: Kind, [name, init, headers = {}, fault]: Case): Promise<void> {
   const gw = gateways[relay];
   await fault?.();
   const direct = await answer(gw, init(`${relay} ${name}`), "direct", headers);
@@ -73,4 +81,23 @@ async function compare(relay: "native" | "frames", [name, init, headers = {}, fa
 describe("the direct Generate answers as connect-es does", () => {
   it.each(CASES)("frames relay: %s", (...c) => compare("frames", c));
   it.each(CASES.slice(0, -1))("native relay: %s", (...c) => compare("native", c));
+  it.each(CASES)("no raw relay (gRPC-web engines): %s", (...c) => compare("decoded", c));
+  it.each(CASES.slice(0, 4))("a regular gRPC-web engine: %s", (...c) => compare("regular", c));
+});
+
+describe("a client that leaves the direct Generate", () => {
+  it.each(["native", "decoded", "regular"] as const)("%s: after its first message, is recorded 499 and its legs end", async (kind) => {
+    const gw = gateways[kind];
+    const res = await gw.fetch(GENERATE_URL, {
+      method: "POST",
+      headers: { "x-model": MODEL, "content-type": "application/connect+proto" },
+      body: envelope(0, generateRequest({ requestId: `leaves ${kind}`, input: text("hello there"), stream: true, samplingParams: { maxTokens: 400, ignoreEos: true } })),
+    });
+    const reader = res.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    await reader.cancel();
+    await gw.settle();
+    expect(gw.metrics.ofType("request").filter((r) => r.status === 499)).toMatchObject([{ errorCode: "client_cancelled" }]);
+    await expectNoPinnedBlocks(cluster);
+  });
 });

@@ -31,6 +31,17 @@ describe("checkProtoBody", () => {
     const out = await checkProtoBody(req("application/connect+proto", frame(0, msg)), 1024);
     expect(out).not.toBeInstanceOf(Response);
     expect([...((out as { bytes: Uint8Array }).bytes)]).toEqual(frame(0, msg));
+    expect((out as { message: { requestId: string } }).message.requestId).toBe("a"); // decoded once, for the direct Generate
+  });
+  it("hands on no decoded message unless the body had exactly one", async () => {
+    const two = await checkProtoBody(req("application/connect+proto", [...frame(0, [0x0a, 0x01, 0x61]), ...frame(0, [0x0a, 0x01, 0x62])]), 1024);
+    expect(two).toHaveProperty("bytes");
+    expect(two).not.toHaveProperty("message");
+    // one message and a frame flagged end-stream (Connect) or trailers (gRPC-web): connect-es judges those
+    for (const flags of [0x02, 0x80]) {
+      const withEnd = await checkProtoBody(req("application/connect+proto", [...frame(0, [0x0a, 0x01, 0x61]), ...frame(flags, [0x7b, 0x7d])]), 1024);
+      expect(withEnd).not.toHaveProperty("message");
+    }
   });
   it("answers 400 naming the body for an unparsable message", async () => {
     const out = (await checkProtoBody(req("application/connect+proto", frame(0, [0x00])), 1024)) as Response;

@@ -73,7 +73,13 @@ export async function checkProtoBody(request: Request, maxBytes: number): Promis
       return reject(request, 400, "invalid_request", `body: not a valid ${method.input.typeName}: ${(err as Error).message}`);
     }
   }
-  return decoded.length === 1 && payloads.length === 1 ? { bytes, message: decoded[0] } : { bytes };
+  return decoded.length === 1 && isOnePlainFrame(bytes, payloads) ? { bytes, message: decoded[0] } : { bytes };
+}
+
+/** The body is one uncompressed message frame and nothing else (no end-stream or trailer
+ *  frames, whose meaning differs by protocol: connect-es judges those). */
+function isOnePlainFrame(bytes: Uint8Array, payloads: { data: Uint8Array }[]): boolean {
+  return payloads.length === 1 && bytes[0] === 0 && bytes.byteLength === 5 + payloads[0]!.data.byteLength;
 }
 
 /** The request's declared compression, if any ("identity" is none). */

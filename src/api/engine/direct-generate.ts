@@ -15,6 +15,7 @@ import { createHandlerContext, type ContextValues, type HandlerContext } from "@
 import { encodeEnvelope, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { contentTypeStreamProto, createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import { GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../../gen/vllm_engine_pb.js";
+import { clientCancelledError } from "../../core/errors.js";
 import { toConnectError } from "./errors.js";
 import { generate } from "./generate.js";
 
@@ -49,22 +50,35 @@ async function step(messages: AsyncIterator<GenerateResponse>): Promise<Step> {
   }
 }
 
-/** The messages enveloped, then the end-of-stream message. Ended early by the body's reader
- *  (the client left), the handler's generator is returned, which ends its legs. */
-async function* framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext): AsyncIterable<Uint8Array> {
-  let s = first;
-  let finished = false;
-  try {
-    while ("value" in s) {
-      yield encodeEnvelope(0, toBinary(GenerateResponseSchema, s.value));
-      s = await step(messages);
+/** The messages enveloped, then the end-of-stream message. A reader that stops early (the
+ *  client left; `return` from the body's cancel, `throw` from universalServerResponseToFetch's)
+ *  is thrown into the handler's generator as the client's cancel: its legs end and the request
+ *  is recorded as 499 client_cancelled (with connect-es, return() recorded a 200 with no end,
+ *  throw() an internal error). */
+function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext): AsyncIterable<Uint8Array> {
+  let pending: Step | undefined = first;
+  let over = false;
+  const stop = async (): Promise<IteratorResult<Uint8Array>> => {
+    if (!over) {
+      over = true;
+      await messages.throw?.(clientCancelledError()).catch(() => undefined);
     }
-    finished = true;
-  } finally {
-    if (!finished) await messages.return?.();
-  }
-  // connect-es also aborts the context's signal here, building an AbortError each call; no
-  // Generate code listens to it (the client's leaving reaches the legs as clientSignal).
-  const error = "error" in s ? toConnectError(s.error) : undefined;
-  yield encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: ctx.responseTrailer, ...(error ? { error } : {}) }));
+    return { done: true, value: undefined };
+  };
+  const iterator: AsyncIterator<Uint8Array> = {
+    async next() {
+      if (over) return { done: true, value: undefined };
+      const s = pending ?? (await step(messages));
+      pending = undefined;
+      if ("value" in s) return { done: false, value: encodeEnvelope(0, toBinary(GenerateResponseSchema, s.value)) };
+      over = true;
+      // connect-es also aborts the context's signal here, building an AbortError each call; no
+      // Generate code listens to it (the client's leaving reaches the legs as clientSignal).
+      const error = "error" in s ? toConnectError(s.error) : undefined;
+      return { done: false, value: encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: ctx.responseTrailer, ...(error ? { error } : {}) })) };
+    },
+    return: stop,
+    throw: stop,
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }

@@ -13,7 +13,8 @@ const OFFERED = ["gzip"];
 export function rawRelayProtocol(format: WireFormat, header: Headers): "connect" | "grpc-web" | undefined {
   if (!format.binary || !format.enveloped) return undefined;
   const sent = header.get(format.encodingHeader);
-  if (sent !== null && sent !== "" && sent !== "identity") return undefined;
+  // An empty encoding header is one connect-es refuses (Unimplemented): left to it.
+  if (sent !== null && sent !== "identity") return undefined;
   if (header.has(TIMEOUT_HEADER[format.protocol])) return undefined;
   const accepted = header.get(ACCEPT_HEADER[format.protocol]) ?? "";
   if (accepted.split(",").some((name) => OFFERED.includes(name.trim()))) return undefined;

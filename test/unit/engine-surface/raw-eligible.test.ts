@@ -21,6 +21,9 @@ describe("rawRelayProtocol", () => {
     ["application/connect+proto", { "connect-content-encoding": "gzip" }, undefined],
     ["application/connect+proto", { "connect-content-encoding": "identity" }, "connect"],
     ["application/connect+proto", { "connect-timeout-ms": "5000" }, undefined],
+    // An empty encoding is one connect-es refuses (Unimplemented): it answers those.
+    ["application/connect+proto", { "connect-content-encoding": "" }, undefined],
+    ["application/grpc-web+proto", { "grpc-encoding": "" }, undefined],
     ["application/grpc-web+proto", { "grpc-accept-encoding": "gzip" }, undefined],
     ["application/grpc-web+proto", { "grpc-encoding": "gzip" }, undefined],
     ["application/grpc-web+proto", { "grpc-timeout": "5S" }, undefined],
