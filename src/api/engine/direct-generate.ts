@@ -1,4 +1,4 @@
-// A streamed Generate in the Connect protocol's binary, uncompressed form with no deadline
+// A streamed Generate in Connect's or gRPC-web's binary, uncompressed form with no deadline
 // (the form the raw relay takes, raw-eligible.ts) is served by the Generate implementation
 // directly, without connect-es's handler pipeline: its request body was already read, split
 // and decoded by body-check.ts, and what the handler writes before a raw handover is a few
@@ -7,36 +7,65 @@
 // cost over a pass-through (docs/benchmarks.md). What it does for this form is done here the
 // same way, with connect-es's own pieces: the handler context (createHandlerContext), the
 // response once the first message or the end is there (so headers the handler sets are in
-// it), each message enveloped, and the end-of-stream message carrying the response trailers
-// and the error (the surface's one mapping, errors.ts).
-// gRPC-web and every other form still go through connect-es (router.ts).
+// it), each message enveloped, and the end: Connect's end-of-stream message carrying the
+// response trailers and the error, gRPC-web's trailer frame with grpc-status (the error from
+// the surface's one mapping, errors.ts). Every other form still goes through connect-es
+// (router.ts).
 import { toBinary } from "@bufbuild/protobuf";
-import { createHandlerContext, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createHandlerContext, type ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import { encodeEnvelope, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { contentTypeStreamProto, createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
+import { contentTypeProto as grpcWebContentType, createTrailerSerialization, grpcStatusOk, setTrailerStatus, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
 import { GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../../gen/vllm_engine_pb.js";
 import { clientCancelledError } from "../../core/errors.js";
 import { toConnectError } from "./errors.js";
 import { generate } from "./generate.js";
 
+/** What differs between the two protocols here: the response's content type, the trailers
+ *  a call starts with, and the frame that ends the stream. */
+interface Wire {
+  contentType: string;
+  trailer: Record<string, string>;
+  end(trailer: Headers, error: ConnectError | undefined): Uint8Array;
+}
+
 const endStream = createEndStreamSerialization({});
+const trailers = createTrailerSerialization();
+
+const WIRES: Record<"connect" | "grpc-web", Wire> = {
+  connect: {
+    contentType: contentTypeStreamProto,
+    trailer: {},
+    end: (trailer, error) => encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: trailer, ...(error ? { error } : {}) })),
+  },
+  "grpc-web": {
+    contentType: grpcWebContentType,
+    trailer: { "grpc-status": grpcStatusOk },
+    end: (trailer, error) => {
+      if (error) setTrailerStatus(trailer, error);
+      return encodeEnvelope(trailerFlag, trailers.serialize(trailer));
+    },
+  },
+};
 
 /** The call's response, as connect-es's handler would give it. */
-export async function directGenerate(request: Request, message: GenerateRequest, contextValues: ContextValues): Promise<UniversalServerResponse> {
+export async function directGenerate(protocol: "connect" | "grpc-web", request: Request, message: GenerateRequest, contextValues: ContextValues): Promise<UniversalServerResponse> {
+  const wire = WIRES[protocol];
   const ctx = createHandlerContext({
     service: VllmEngine,
     method: VllmEngine.method.generate,
-    protocolName: "connect",
+    protocolName: protocol,
     requestMethod: request.method,
     url: request.url,
     requestHeader: request.headers,
     requestSignal: request.signal,
-    responseHeader: { "content-type": contentTypeStreamProto },
+    responseHeader: { "content-type": wire.contentType },
+    responseTrailer: wire.trailer,
     contextValues,
   });
   const messages = generate(message, ctx)[Symbol.asyncIterator]();
   const first = await step(messages);
-  return { status: 200, header: ctx.responseHeader, body: framed(first, messages, ctx) };
+  return { status: 200, header: ctx.responseHeader, body: framed(first, messages, ctx, wire) };
 }
 
 type Step = { value: GenerateResponse } | { done: true } | { error: unknown };
@@ -55,7 +84,7 @@ async function step(messages: AsyncIterator<GenerateResponse>): Promise<Step> {
  *  is thrown into the handler's generator as the client's cancel: its legs end and the request
  *  is recorded as 499 client_cancelled (with connect-es, return() recorded a 200 with no end,
  *  throw() an internal error). */
-function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext): AsyncIterable<Uint8Array> {
+function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext, wire: Wire): AsyncIterable<Uint8Array> {
   let pending: Step | undefined = first;
   let over = false;
   const stop = async (): Promise<IteratorResult<Uint8Array>> => {
@@ -75,7 +104,7 @@ function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: Han
       // connect-es also aborts the context's signal here, building an AbortError each call; no
       // Generate code listens to it (the client's leaving reaches the legs as clientSignal).
       const error = "error" in s ? toConnectError(s.error) : undefined;
-      return { done: false, value: encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: ctx.responseTrailer, ...(error ? { error } : {}) })) };
+      return { done: false, value: wire.end(ctx.responseTrailer, error) };
     },
     return: stop,
     throw: stop,

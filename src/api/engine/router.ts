@@ -98,10 +98,10 @@ async function streamingCall(request: Request, body: CheckedBody, handler: Unive
   const rawProtocol = method === GENERATE ? rawRelayProtocol(format, request.headers) : undefined;
   const handover = rawProtocol ? new RawHandover(rawProtocol) : undefined;
   if (handover) contextValues.set(rawHandoverKey, handover);
-  // The raw relay's Connect form, decoded already: served without connect-es's pipeline.
+  // The raw relay's form, decoded already: served without connect-es's pipeline.
   const responding =
-    rawProtocol === "connect" && body.message
-      ? directGenerate(request, body.message as GenerateRequest, contextValues)
+    rawProtocol && body.message
+      ? directGenerate(rawProtocol, request, body.message as GenerateRequest, contextValues)
       : handler({ ...universalRequest(request, body), contextValues });
   return respondEarly(responding, latch, onCancel, keepalive, handover, gw.waitUntil);
 }
