@@ -9,13 +9,10 @@
 // the bytes read (Connect takes them as they are: no Request is rebuilt around them).
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
-import { VllmEngine } from "../../gen/vllm_engine_pb.js";
 import { reject } from "../../errors/render.js";
 import { gzip } from "./compression.js";
-import { wireFormatOf, type WireFormat } from "./content-types.js";
+import type { WireFormat } from "./content-types.js";
 import { BodyTooLargeError, readClientBody } from "../../core/body.js";
-
-const methodsByName = new Map<string, DescMethod>(VllmEngine.methods.map((m) => [m.name, m]));
 
 /** The body as checked: its bytes, or none when it was left unread (Connect reads it), and
  *  its one binary message decoded, when it had exactly one. */
@@ -26,12 +23,9 @@ export interface CheckedBody {
 
 const UNREAD: CheckedBody = {};
 
-/** The body's bytes once checked, or the 4xx answer to it. */
-export async function checkProtoBody(request: Request, maxBytes: number): Promise<CheckedBody | Response> {
-  const method = methodsByName.get(new URL(request.url).pathname.split("/").pop() ?? "");
-  if (!method) return UNREAD;
-  const format = wireFormatOf(request.headers.get("content-type"), method);
-  if (!format) return UNREAD;
+/** The body's bytes once checked, or the 4xx answer to it: a call of `method` in `format`
+ *  (the router's, from the path and the content type). */
+export async function checkProtoBody(request: Request, method: DescMethod, format: WireFormat, maxBytes: number): Promise<CheckedBody | Response> {
   // Unary JSON: nothing to unframe, and Connect reports bad JSON well. Only a body without a
   // declared length is read here, so that one over the limit is drained and refused with 413
   // (Connect's own readMaxBytes would cancel it; see core/body.ts).

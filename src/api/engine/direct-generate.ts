@@ -7,50 +7,25 @@
 // cost over a pass-through (docs/benchmarks.md). What it does for this form is done here the
 // same way, with connect-es's own pieces: the handler context (createHandlerContext), the
 // response once the first message or the end is there (so headers the handler sets are in
-// it), each message enveloped, and the end: Connect's end-of-stream message carrying the
-// response trailers and the error, gRPC-web's trailer frame with grpc-status (the error from
-// the surface's one mapping, errors.ts). Every other form still goes through connect-es
-// (router.ts).
+// it), each message enveloped, and the end frame with the handler's trailers and the error
+// (end-frames.ts, the one the raw relay writes; the error from the surface's one mapping,
+// errors.ts). Every other form still goes through connect-es (router.ts).
 import { toBinary } from "@bufbuild/protobuf";
-import { createHandlerContext, type ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createHandlerContext, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import { encodeEnvelope, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { contentTypeStreamProto, createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
-import { contentTypeProto as grpcWebContentType, createTrailerSerialization, grpcStatusOk, setTrailerStatus, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
+import { contentTypeStreamProto } from "@connectrpc/connect/protocol-connect";
+import { contentTypeProto as grpcWebContentType } from "@connectrpc/connect/protocol-grpc-web";
 import { GenerateResponseSchema, VllmEngine, type GenerateRequest, type GenerateResponse } from "../../gen/vllm_engine_pb.js";
-import { clientCancelledError } from "../../core/errors.js";
+import { endFrame, initialTrailer } from "./end-frames.js";
 import { toConnectError } from "./errors.js";
 import { generate } from "./generate.js";
 
-/** What differs between the two protocols here: the response's content type, the trailers
- *  a call starts with, and the frame that ends the stream. */
-interface Wire {
-  contentType: string;
-  trailer: Record<string, string>;
-  end(trailer: Headers, error: ConnectError | undefined): Uint8Array;
-}
+type Protocol = "connect" | "grpc-web";
 
-const endStream = createEndStreamSerialization({});
-const trailers = createTrailerSerialization();
-
-const WIRES: Record<"connect" | "grpc-web", Wire> = {
-  connect: {
-    contentType: contentTypeStreamProto,
-    trailer: {},
-    end: (trailer, error) => encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: trailer, ...(error ? { error } : {}) })),
-  },
-  "grpc-web": {
-    contentType: grpcWebContentType,
-    trailer: { "grpc-status": grpcStatusOk },
-    end: (trailer, error) => {
-      if (error) setTrailerStatus(trailer, error);
-      return encodeEnvelope(trailerFlag, trailers.serialize(trailer));
-    },
-  },
-};
+const CONTENT_TYPE: Record<Protocol, string> = { connect: contentTypeStreamProto, "grpc-web": grpcWebContentType };
 
 /** The call's response, as connect-es's handler would give it. */
-export async function directGenerate(protocol: "connect" | "grpc-web", request: Request, message: GenerateRequest, contextValues: ContextValues): Promise<UniversalServerResponse> {
-  const wire = WIRES[protocol];
+export async function directGenerate(protocol: Protocol, request: Request, message: GenerateRequest, contextValues: ContextValues): Promise<UniversalServerResponse> {
   const ctx = createHandlerContext({
     service: VllmEngine,
     method: VllmEngine.method.generate,
@@ -59,13 +34,13 @@ export async function directGenerate(protocol: "connect" | "grpc-web", request: 
     url: request.url,
     requestHeader: request.headers,
     requestSignal: request.signal,
-    responseHeader: { "content-type": wire.contentType },
-    responseTrailer: wire.trailer,
+    responseHeader: { "content-type": CONTENT_TYPE[protocol] },
+    responseTrailer: initialTrailer(protocol),
     contextValues,
   });
   const messages = generate(message, ctx)[Symbol.asyncIterator]();
   const first = await step(messages);
-  return { status: 200, header: ctx.responseHeader, body: framed(first, messages, ctx, wire) };
+  return { status: 200, header: ctx.responseHeader, body: framed(first, messages, ctx, protocol) };
 }
 
 type Step = { value: GenerateResponse } | { done: true } | { error: unknown };
@@ -80,17 +55,15 @@ async function step(messages: AsyncIterator<GenerateResponse>): Promise<Step> {
 }
 
 /** The messages enveloped, then the end-of-stream message. A reader that stops early (the
- *  client left; `return` from the body's cancel, `throw` from universalServerResponseToFetch's)
- *  is thrown into the handler's generator as the client's cancel: its legs end and the request
- *  is recorded as 499 client_cancelled (with connect-es, return() recorded a 200 with no end,
- *  throw() an internal error). */
-function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext, wire: Wire): AsyncIterable<Uint8Array> {
+ *  client left: early-head.ts tells the handler first) returns the handler's generator, which
+ *  ends its legs, as connect-es's body does; started or not, since the first step was taken. */
+function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: HandlerContext, protocol: Protocol): AsyncIterable<Uint8Array> {
   let pending: Step | undefined = first;
   let over = false;
   const stop = async (): Promise<IteratorResult<Uint8Array>> => {
     if (!over) {
       over = true;
-      await messages.throw?.(clientCancelledError()).catch(() => undefined);
+      await messages.return?.();
     }
     return { done: true, value: undefined };
   };
@@ -104,7 +77,7 @@ function framed(first: Step, messages: AsyncIterator<GenerateResponse>, ctx: Han
       // connect-es also aborts the context's signal here, building an AbortError each call; no
       // Generate code listens to it (the client's leaving reaches the legs as clientSignal).
       const error = "error" in s ? toConnectError(s.error) : undefined;
-      return { done: false, value: wire.end(ctx.responseTrailer, error) };
+      return { done: false, value: endFrame(protocol, error, ctx.responseTrailer) };
     },
     return: stop,
     throw: stop,

@@ -57,7 +57,7 @@ export async function respondEarly(
   const first = await Promise.race([responding.then((r) => ({ r })), latch.opened.then(() => undefined)]);
   if (first) {
     handover?.close();
-    return universalServerResponseToFetch(first.r);
+    return universalServerResponseToFetch(leavingSeen(first.r, onCancel));
   }
   const header = new Headers(await latch.opened);
   const source = new BodySource(responding, handover);
@@ -149,6 +149,28 @@ async function idleFor(pending: Promise<unknown>, ms: number): Promise<boolean> 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** `r`, whose body, once cancelled, ends the handler as the early head's body does: the client's
+ *  leaving told first (`onCancel`), then the iterator returned. universalServerResponseToFetch
+ *  would throw the cancel's reason into it instead, which the handler records as a failure of
+ *  its own (500 internal_error) rather than the client's leaving (499). */
+function leavingSeen(r: UniversalServerResponse, onCancel: (reason: unknown) => void): UniversalServerResponse {
+  if (r.body === undefined) return r;
+  const body = bodyOf(r);
+  return {
+    ...r,
+    body: {
+      [Symbol.asyncIterator]() {
+        const it = body[Symbol.asyncIterator]();
+        const left = (reason?: unknown) => {
+          onCancel(reason);
+          return it.return?.() ?? Promise.resolve({ done: true as const, value: undefined });
+        };
+        return { next: () => it.next(), return: () => left(), throw: left };
+      },
+    },
+  };
 }
 
 function bodyOf(r: UniversalServerResponse | undefined): AsyncIterable<Uint8Array> {

@@ -6,6 +6,7 @@
 // what its content type says (body-check.ts).
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import {
+  createAsyncIterable,
   universalServerRequestFromFetch,
   universalServerResponseToFetch,
   type UniversalHandler,
@@ -60,7 +61,7 @@ export async function handleEngineRpc(raw: Request, gw: GatewayContext): Promise
   const releaseAbort = method === ABORT ? takeAbortSlot(gw) : undefined;
   if (releaseAbort === null) return reject(raw, 429, "abort_rate_limited", abortLimitMessage(gw));
   try {
-    const body = await checkProtoBody(raw, gw.config.limits.max_body_bytes);
+    const body = await checkProtoBody(raw, method, format, gw.config.limits.max_body_bytes);
     if (body instanceof Response) return body;
     if (method.methodKind === "server_streaming") return streamingCall(raw, body, handler, gw, format, method);
     const contextValues = createContextValues().set(gatewayContextKey, gw);
@@ -112,19 +113,7 @@ const GENERATE = VllmEngine.method.generate;
 function universalRequest(request: Request, body: CheckedBody): UniversalServerRequest {
   const bytes = body.bytes;
   if (!bytes) return universalServerRequestFromFetch(request, {});
-  return { httpVersion: "", method: request.method, url: request.url, header: request.headers, body: { [Symbol.asyncIterator]: () => oneChunk(bytes) }, signal: request.signal };
-}
-
-/** An iterator over one chunk (Connect reads a body as an async iterable). */
-function oneChunk(bytes: Uint8Array): AsyncIterator<Uint8Array> {
-  let given = false;
-  return {
-    next: () => {
-      if (given) return Promise.resolve({ done: true, value: undefined });
-      given = true;
-      return Promise.resolve({ done: false, value: bytes });
-    },
-  };
+  return { httpVersion: "", method: request.method, url: request.url, header: request.headers, body: createAsyncIterable([bytes]), signal: request.signal };
 }
 
 /** A unary Connect response compressed by Connect carries `content-encoding: gzip`; workerd
