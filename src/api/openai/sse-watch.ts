@@ -9,7 +9,7 @@ import { GatewayError } from "../../core/errors.js";
 import { engineSuffix } from "../../pd/leg-errors.js";
 import type { RelayEnding, StreamWatch, WatchResult } from "../stream-watch.js";
 import { SseEventEnds } from "./sse-event-ends.js";
-import { classifySseEvent, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
+import { classifySseEvent, eventStartAt, hasDataField, outputPieces, scanEvents, splitSseEvents, usageOf, type Usage } from "./sse.js";
 
 /** Default for bounds.max_sse_event_bytes: vLLM's largest events (logprobs of a long chunk)
  *  are well below it. */
@@ -134,17 +134,28 @@ export class SseWatch implements StreamWatch {
     return {};
   }
 
-  /** Complete events: watched, and the bytes to send on (or the in-band error found). */
+  /** Complete events: watched, and the bytes to send on (or the in-band error found). Only
+   *  the events from the first that may need a parse on are decoded (a fast stream's last
+   *  batch holds most of it before its [DONE]); the ones before it are counted unparsed. */
   private look(events: Uint8Array): WatchResult {
     const scan = scanEvents(events);
-    if (scan.parse) {
-      const bad = this.parseEvents(events);
-      if (bad) return { error: bad };
-    } else if (hasDataField(events)) {
-      this.sawEvent();
-      this.stats.outputPieces += scan.pieces;
+    if (!scan.parse) {
+      this.sawUnparsed(events, scan.pieces);
+      return { out: events };
     }
+    const start = eventStartAt(events, scan.at);
+    const head = events.subarray(0, start);
+    // The pieces the scan counted in the parsed event's own bytes before `at` are parsed again.
+    if (start > 0) this.sawUnparsed(head, scan.pieces - scanEvents(events.subarray(start, scan.at)).pieces);
+    const bad = this.parseEvents(start === 0 ? events : events.subarray(start));
+    if (bad) return { error: start === 0 ? bad : { before: new TextDecoder().decode(head) + bad.before, error: bad.error } };
     return { out: events };
+  }
+
+  private sawUnparsed(events: Uint8Array, pieces: number): void {
+    if (!hasDataField(events)) return;
+    this.sawEvent();
+    this.stats.outputPieces += pieces;
   }
 
   /** The engine's body ended: what is left to send, or the error when [DONE] never came. An

@@ -183,14 +183,23 @@ const K_CONTENT = ascii('content"');
 const K_REASONING = ascii('reasoning"');
 const K_REASONING_CONTENT = ascii('reasoning_content"');
 
-/** One pass over the events' quotes: whether any may need a parse (needsParse), and the
- *  output pieces (countOutputPieces). Only quotes that open a member name count: preceded by
- *  `{`, `,` or whitespace, which a quote inside a JSON string (escaped) or opening a value
- *  (after `:`) never is. */
-export function scanEvents(b: Uint8Array): { parse: boolean; pieces: number } {
-  if (indexOfBytes(b, DONE) >= 0) return { parse: true, pieces: 0 };
+/** What scanEvents found: the output pieces before `at`, and `at`, the byte where the first
+ *  thing that may need a parse starts (-1: nothing does). */
+export interface EventScan {
+  parse: boolean;
+  pieces: number;
+  at: number;
+}
+
+/** One pass over the events' quotes: where the first thing that may need a parse is
+ *  (needsParse), and the output pieces before it (countOutputPieces). Only quotes that open a
+ *  member name count: preceded by `{`, `,` or whitespace, which a quote inside a JSON string
+ *  (escaped) or opening a value (after `:`) never is. */
+export function scanEvents(b: Uint8Array): EventScan {
+  const done = indexOfBytes(b, DONE);
+  const end = done >= 0 ? done : b.length;
   let pieces = 0;
-  for (let q = b.indexOf(0x22); q >= 0; q = b.indexOf(0x22, q + 1)) {
+  for (let q = b.indexOf(0x22); q >= 0 && q < end; q = b.indexOf(0x22, q + 1)) {
     const before = b[q - 1];
     if (before !== 0x7b && before !== 0x2c && !isWs(before)) continue;
     const k = q + 1;
@@ -219,13 +228,26 @@ export function scanEvents(b: Uint8Array): { parse: boolean; pieces: number } {
     if (v < 0) continue;
     const c = b[v];
     if (key === K_ERROR || key === K_USAGE) {
-      if (c !== 0x6e) return { parse: true, pieces }; // not null
+      if (c !== 0x6e) return { parse: true, pieces, at: q }; // not null
     } else if (key === K_TOOL_CALLS) {
       if (c === 0x5b) pieces++;
     } else if (c === 0x22 && b[v + 1] !== 0x22) pieces++;
     q = v - 1;
   }
-  return { parse: false, pieces };
+  return done >= 0 ? { parse: true, pieces, at: done } : { parse: false, pieces, at: -1 };
+}
+
+/** Where the event holding byte `i` starts: just past the blank line before it (two line ends
+ *  in a row: CRLF, LF or a lone CR), or 0. Reads back over that one event only. */
+export function eventStartAt(b: Uint8Array, i: number): number {
+  for (let p = Math.min(i, b.length) - 1; p > 0; p--) {
+    const c = b[p];
+    if (c !== LF && c !== CR) continue;
+    if (c === CR && b[p + 1] === LF) continue; // the CR of a CRLF: its LF was looked at
+    const prev = c === LF && b[p - 1] === CR ? p - 2 : p - 1;
+    if (prev >= 0 && (b[prev] === LF || b[prev] === CR)) return p + 1;
+  }
+  return 0;
 }
 
 export function hasDataField(events: Uint8Array): boolean {

@@ -129,3 +129,37 @@ describe("SseEventEnds: the same cuts as splitSseEvents, however the bytes are s
     }
   });
 });
+
+describe("SseWatch: a batch is watched as its events one by one would be", () => {
+  // A fast stream's batches hold many events; only those from the first that may need a parse
+  // on are decoded. Whatever the batch, the stats and the error match feeding the events singly.
+  const ev = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+  const tok = (t: string) => ev({ id: "c", object: "text_completion", choices: [{ index: 0, text: t, logprobs: null, finish_reason: null }] });
+  const toks = Array.from({ length: 40 }, (_, i) => tok(` t${i}`)).join("");
+  const streams: [string, string][] = [
+    ["tokens then [DONE]", `${toks}data: [DONE]\n\n`],
+    ["tokens, usage, [DONE]", `${toks}${ev({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 40 } })}data: [DONE]\n\n`],
+    ["a token and its usage in one event (continuous usage stats)", `${toks}${ev({ choices: [{ index: 0, text: " last" }], usage: { prompt_tokens: 3, completion_tokens: 41 } })}data: [DONE]\n\n`],
+    ["an in-band error after tokens", `${toks}${ev({ error: { message: "boom", code: 500 } })}${tok(" after")}data: [DONE]\n\n`],
+    ["[DONE] first", `data: [DONE]\n\n${toks}`],
+    ["CRLF events", `${toks.replace(/\n/g, "\r\n")}data: [DONE]\r\n\r\n`],
+    ["a token that reads [DONE]", `${tok("[DONE]")}${toks}data: [DONE]\n\n`],
+  ];
+  const run = (events: string[]) => {
+    const { w } = watch();
+    for (const e of events) {
+      const r = w.chunk(enc.encode(e));
+      if (r.error) return { seen: { stats: w.stats, done: w.sawFinal, error: r.error.error.message }, before: r.error.before };
+    }
+    return { seen: { stats: w.stats, done: w.sawFinal } };
+  };
+  it.each(streams)("%s", (_name, text) => {
+    const events = splitSseEvents(text).events;
+    const single = run(events);
+    const batch = run([text]);
+    expect(batch.seen).toEqual(single.seen);
+    // Fed singly, no event precedes the error in its chunk; in the batch, all before it do.
+    if (single.before !== undefined) expect(batch.before).toBe(events.slice(0, events.findIndex((e) => e.includes('"error"'))).join(""));
+    expect(batch.seen.stats.outputPieces).toBeGreaterThan(0);
+  });
+});
