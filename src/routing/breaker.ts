@@ -30,6 +30,19 @@ export function newBreaker(now: number): Breaker {
   return { state: "closed", consecutiveFailures: 0, consecutiveSuccesses: 0, changedAt: now };
 }
 
+/** Whether two states of one breaker act alike: the same state since the same time and the
+ *  same failure run. The success run only counts half-open (a closed breaker's is never
+ *  read, and every move resets it), so a success on a clean closed breaker changes nothing
+ *  another isolate needs to learn. */
+export function actsAlike(a: Breaker, b: Breaker): boolean {
+  return (
+    a.state === b.state &&
+    a.changedAt === b.changedAt &&
+    a.consecutiveFailures === b.consecutiveFailures &&
+    (a.state !== "half_open" || a.consecutiveSuccesses === b.consecutiveSuccesses)
+  );
+}
+
 /** A status counts as a failure iff it is retryable (408, 429, 5xx gateway errors); every
  *  other status, 400 and 404 included, is the engine working correctly. */
 export function isFailureStatus(status: number): boolean {

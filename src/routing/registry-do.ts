@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { parseConfig, type GatewayConfigVar } from "../config/load.js";
 import { gatewayConfigSchema } from "../config/schema.js";
-import { newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "./breaker.js";
+import { actsAlike, newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "./breaker.js";
 import type { EngineHealth } from "./health-state.js";
 import { applyProbeResults, probeTargets, registryPlan, repointedTargets, runIsDue } from "./health-run.js";
 import { probeEngine } from "./probe.js";
@@ -201,16 +201,25 @@ export class EngineRegistry extends DurableObject<RegistryEnv> {
       .sort((a, b) => a.at - b.at);
     if (outcomes.length === 0 || s.disabled) return [];
     const transitions: BreakerTransitionReport[] = [];
-    const touched = new Set<string>();
+    // Each touched breaker as it was (undefined: new), to write and publish only what changed:
+    // most batches are successes on clean closed breakers, and a new version makes every
+    // isolate fetch and rebuild its routing snapshot.
+    const before = new Map<string, Breaker | undefined>();
     for (const o of outcomes) {
       let b = this.breakers.get(o.engine);
+      if (!before.has(o.engine)) before.set(o.engine, b && { ...b });
       if (!b) this.breakers.set(o.engine, (b = newBreaker(o.at)));
       const t = recordOutcome(b, s, o.status, o.at);
       if (t) transitions.push({ engine: o.engine, ...t, at: o.at });
-      touched.add(o.engine);
     }
-    for (const name of touched) this.store.putBreaker(name, this.breakers.get(name)!);
-    this.bump();
+    let changed = false;
+    for (const [name, was] of before) {
+      const now = this.breakers.get(name)!;
+      if (was && actsAlike(was, now)) continue;
+      this.store.putBreaker(name, now);
+      changed = true;
+    }
+    if (changed) this.bump();
     for (const t of transitions) console.log(JSON.stringify({ msg: "engine breaker changed", ...t }));
     return transitions;
   }

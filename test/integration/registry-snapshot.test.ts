@@ -141,3 +141,32 @@ it("is the config alone, with no background work, without a REGISTRY binding", a
   view.reportOutcome({}, { engine: "snap-p", status: 503 }, { config, waitUntil: bg.waitUntil });
   expect(bg.tasks).toHaveLength(0);
 });
+
+it("publishes a new version for outcomes that change a breaker, not for successes on a clean closed one", async () => {
+  const config = loaded(raw());
+  const settings = config.breaker;
+  const stub = registry();
+  const version = async () => (await stub.snapshot(config)).version;
+  const engine = `clean-${Date.now()}`;
+  // A new breaker is news; then successes on it, closed with no failures, are not.
+  await stub.reportOutcomes([{ engine, status: 200 }], settings);
+  const v1 = await version();
+  await stub.reportOutcomes([{ engine, status: 200 }, { engine, status: 200 }], settings);
+  expect(await version()).toBe(v1);
+  // A failure is; so is the success that ends its run.
+  await stub.reportOutcomes([{ engine, status: 503 }], settings);
+  const v2 = await version();
+  expect(v2).toBeGreaterThan(v1);
+  await stub.reportOutcomes([{ engine, status: 200 }], settings);
+  const v3 = await version();
+  expect(v3).toBeGreaterThan(v2);
+  // Opening it (failure_threshold 2) is, and every isolate's next snapshot shows it.
+  await stub.reportOutcomes([{ engine, status: 503 }, { engine, status: 503 }], settings);
+  expect(await version()).toBeGreaterThan(v3);
+  const bg = collector();
+  const fresh = new RegistryView();
+  fresh.snapshot(env, loaded(raw({ registry: { allowed_hosts: ["127.0.0.1"], snapshot_ttl_ms: 0 } })), bg.waitUntil);
+  await bg.settle();
+  expect(fresh.snapshot(env, config, bg.waitUntil).breaker(engine)).toBe("open");
+  await bg.settle();
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canExecute, newBreaker, recordOutcome, type BreakerSettings } from "../../src/routing/breaker.js";
+import { actsAlike, canExecute, newBreaker, recordOutcome, type Breaker, type BreakerSettings } from "../../src/routing/breaker.js";
 import { applyProbe, isRoutable, newHealth, type EngineHealth } from "../../src/routing/health-state.js";
 import { backoffMs, exclusionAfter, MIN_ATTEMPT_MS, nextRetryDelay, type RetrySettings } from "../../src/routing/retry.js";
 import { legTimeoutMs } from "../../src/pd/deadline.js";
@@ -35,6 +35,25 @@ describe("circuit breaker", () => {
     recordOutcome(b, B, 503, 0);
     recordOutcome(b, B, 404, 0);
     expect(b.state).toBe("closed");
+  });
+  const at = (b: Partial<Breaker>): Breaker => ({ state: "closed", consecutiveFailures: 0, consecutiveSuccesses: 0, changedAt: 5, ...b });
+  it.each([
+    ["closed, a longer success run", at({}), at({ consecutiveSuccesses: 9 }), true],
+    ["closed, a failure run", at({}), at({ consecutiveFailures: 1 }), false],
+    ["closed, the failure run ended", at({ consecutiveFailures: 2 }), at({ consecutiveSuccesses: 1 }), false],
+    ["half-open, a longer success run", at({ state: "half_open" }), at({ state: "half_open", consecutiveSuccesses: 1 }), false],
+    ["another state", at({}), at({ state: "open" }), false],
+    ["the same state since another time", at({ state: "open" }), at({ state: "open", changedAt: 6 }), false],
+  ])("actsAlike: %s -> %s", (_name, a, b, alike) => {
+    expect(actsAlike(a, b)).toBe(alike);
+  });
+  it("a success on a clean closed breaker leaves it acting alike; a failure does not", () => {
+    const b = newBreaker(0);
+    const was = { ...b };
+    recordOutcome(b, B, 200, 1);
+    expect(actsAlike(was, b)).toBe(true);
+    recordOutcome(b, B, 503, 2);
+    expect(actsAlike(was, b)).toBe(false);
   });
   it("disabled never opens", () => {
     const b = newBreaker(0);
