@@ -9,7 +9,7 @@
 // leg can hand its stream over (LegStream.detach); a leg that cannot is made into a stream
 // first (`pulledLeg`), so one loop serves both. A chunk is never decoded unless a byte scan
 // (sse.ts `scanEvents`) finds something in it that may be the [DONE] marker, an error or a
-// usage report; only then are its events decoded and parsed. The token
+// usage report; only then are its events, from that one on, decoded and parsed. The token
 // count without usage is approximate: `countOutputPieces` counts non-empty "text"/"content"
 // members and "tool_calls" arrays in the bytes (one per streamed token for vLLM), where the
 // parsed path counts choices with output.
