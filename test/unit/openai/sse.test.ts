@@ -43,30 +43,6 @@ describe("sseData / classifySseEvent", () => {
 
 describe("outputPieces / usageOf", () => {
   it.each([
-    ["nothing to parse", 'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\n', { parse: false, pieces: 2, at: -1 }],
-    ["[DONE] after two pieces", 'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n', { parse: true, pieces: 2, at: 74 }],
-    ["usage in the second event", 'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}],"usage":{"prompt_tokens":1}}\n\n', { parse: true, pieces: 2, at: 66 }],
-    ["an error first", 'data: {"error":{"message":"x"}}\n\ndata: {"choices":[{"text":"a"}]}\n\n', { parse: true, pieces: 0, at: 7 }],
-  ])("scanEvents: %s", (_name, text, scan) => {
-    expect(scanEvents(enc(text))).toEqual(scan);
-    if (scan.at >= 0) expect(text.slice(scan.at)).toMatch(/^(\[DONE\]|"error"|"usage")/);
-  });
-  it.each(["data: a\n\ndata: b\n\n", "data: a\r\n\r\ndata: b\r\n\r\n", "data: a\r\rdata: b\r\r", "data: a\ndata: a2\n\ndata: b\r\n\ndata: c\n\r\n", "data: only\n\n", ": comment\n\ndata: x\r\n\r\n"])(
-    "eventStartAt %j: the start of the event splitSseEvents puts each byte in",
-    (text) => {
-      const starts: number[] = [];
-      let at = 0;
-      for (const e of splitSseEvents(text).events) {
-        for (let i = 0; i < e.length; i++) starts.push(at);
-        at += e.length;
-      }
-      const b = enc(text);
-      // Each byte of an event (its own line ends but the last excepted: the blank line that
-      // ends it is where the next one begins only once it is complete).
-      for (let i = 0; i < starts.length; i++) if (b[i] !== 0x0a && b[i] !== 0x0d) expect([i, eventStartAt(b, i)]).toEqual([i, starts[i]]);
-    },
-  );
-  it.each([
     [{ choices: [{ index: 0, delta: { role: "assistant", content: "" } }] }, 0],
     [{ choices: [{ index: 0, delta: { content: " hi" } }, { index: 1, delta: { content: " yo" } }] }, 2],
     [{ choices: [{ index: 0, text: " t", finish_reason: null }] }, 1],
