@@ -147,8 +147,8 @@ export class SseWatch implements StreamWatch {
     const head = events.subarray(0, start);
     // The pieces the scan counted in the parsed event's own bytes before `at` are parsed again.
     if (start > 0) this.sawUnparsed(head, scan.pieces - scanEvents(events.subarray(start, scan.at)).pieces);
-    const bad = this.parseEvents(start === 0 ? events : events.subarray(start));
-    if (bad) return { error: start === 0 ? bad : { before: new TextDecoder().decode(head) + bad.before, error: bad.error } };
+    const bad = this.parseEvents(events.subarray(start));
+    if (bad) return { error: { before: new TextDecoder().decode(head) + bad.before, error: bad.error } };
     return { out: events };
   }
 
