@@ -2,10 +2,9 @@
 // engine's bytes go to the client through the runtime's own pipe, with no JavaScript per chunk,
 // and a tee()'d copy is watched behind them in batches (what queued in the copy every 50 ms:
 // core/batch-reader.ts) by the API's StreamWatch, so metrics still get output tokens, usage,
-// TPOT and how the stream ended. Measured in workerd: 1.27-1.62x the pass-through Worker's CPU
-// per chunk, over a floor of 1.07-1.37x that any watched tee() copy costs however seldom it is
-// read (docs/benchmarks.md), against 2.5-3x inspected. What watching behind cannot do, the bytes being gone before they
-// are seen: replace an engine's in-band error event (the client gets vLLM's own, already in the
+// TPOT and how the stream ended. Its CPU against the pass-through Worker's and against the
+// floor any watched tee() copy costs: docs/configuration.md (`sse_relay`), docs/benchmarks.md.
+// What watching behind cannot do, the bytes being gone before they are seen: replace an engine's in-band error event (the client gets vLLM's own, already in the
 // API's shape). The pipe leaves the client's body open (preventClose, preventAbort: workerd
 // still pumps natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks off, or
 // ends cleanly without its final event ([DONE], message_stop), still gets the gateway's error
