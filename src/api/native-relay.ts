@@ -4,12 +4,14 @@
 // core/batch-reader.ts) by the API's StreamWatch, so metrics still get output tokens, usage,
 // TPOT and how the stream ended. Its CPU against the pass-through Worker's and against the
 // floor any watched tee() copy costs: docs/configuration.md (`sse_relay`), docs/benchmarks.md.
-// What watching behind cannot do, the bytes being gone before they are seen: replace an engine's in-band error event (the client gets vLLM's own, already in the
-// API's shape). The pipe leaves the client's body open (preventClose, preventAbort: workerd
-// still pumps natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks off, or
-// ends cleanly without its final event ([DONE], message_stop), still gets the gateway's error
-// event (in the API's shape) naming the engine once the pipe settles. And a client slower than the engine no longer slows the engine: the
-// runtime holds what the client has not read yet (at most the generation).
+// What watching behind cannot do, the bytes being gone before they are seen: replace an
+// engine's in-band error event (the client gets vLLM's own, already in the API's shape). The
+// pipe leaves the client's body open (preventClose, preventAbort: workerd still pumps
+// natively, `tryPumpTo(sink, end = !preventClose)`), so a body that breaks off, or ends
+// cleanly without its final event ([DONE], message_stop), still gets the gateway's error
+// event (in the API's shape) naming the engine once the pipe settles. And a client slower
+// than the engine no longer slows the engine: the runtime holds what the client has not read
+// yet (at most the generation).
 //
 // The shape: engine body -> tee -> the client's branch piped into the client's body (left open
 // for that error event), the other branch watched. The client's going shows on its signal, or
