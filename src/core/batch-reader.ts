@@ -6,9 +6,10 @@
 // pending readAtLeast(16 KiB) on one tee branch made the source wait for 16 KiB, holding the
 // sibling (the client's branch) back too, so an SSE client got its stream in 16 KiB pieces.
 // The buffer starts at `firstBytes` and doubles after each read that filled it, up to
-// `maxBytes`. The native relays start at 16 KiB: from 4 KiB, a 256-token stream that came at
-// once took four doubling reads, 2 ms of CPU more per stream in workerd (side by side,
-// 2026-12-08), while a 1-token stream costs the same with 4 KiB, 16 KiB or 64 KiB.
+// `maxBytes`. The native relays start at 16 KiB: from 4 KiB, a 256-token stream (54 KB) that
+// came at once took four reads (4, 8, 16, 32 KiB) instead of three (16, 32, 64), and 2 ms of CPU
+// more per stream in workerd (side by side, 2026-12-08); a 1-token stream costs the same from 4,
+// 16 or 64 KiB.
 // A stream that is not a byte stream (Node) is read chunk by chunk.
 export interface BatchReader {
   /** The next batch (valid until the next read), or done. */

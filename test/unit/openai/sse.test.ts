@@ -87,6 +87,11 @@ describe("byte scanning (the relay's fast path)", () => {
     ["[DONE] after two pieces", 'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n', { parse: true, pieces: 2, at: 74 }],
     ["usage in the second event", 'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}],"usage":{"prompt_tokens":1}}\n\n', { parse: true, pieces: 2, at: 66 }],
     ["an error first", 'data: {"error":{"message":"x"}}\n\ndata: {"choices":[{"text":"a"}]}\n\n', { parse: true, pieces: 0, at: 7 }],
+    // The loop's bounds: a quote at byte 0 has no member-name opener before it, nothing after
+    // [DONE] is counted, and a member name cut at the end of the bytes has no value yet.
+    ["a quote at byte 0", '"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\n', { parse: false, pieces: 1, at: -1 }],
+    ["a piece after [DONE]", 'data: [DONE]\n\ndata: {"choices":[{"text":"z"}]}\n\n', { parse: true, pieces: 0, at: 6 }],
+    ["a name cut at the end", 'data: {"choices":[{"text"', { parse: false, pieces: 0, at: -1 }],
   ])("scanEvents: %s", (_name, text, scan) => {
     expect(scanEvents(enc(text))).toEqual(scan);
     if (scan.at >= 0) expect(text.slice(scan.at)).toMatch(/^(\[DONE\]|"error"|"usage")/);
